@@ -1,0 +1,74 @@
+#include "cli.h"
+
+#include "config/error.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace qr::cli {
+
+void setup_logging(const GlobalOptions& g) {
+  auto logger = spdlog::stderr_logger_st("qwen-recipe");
+  logger->set_pattern("%l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(g.verbosity > 0   ? spdlog::level::debug
+                    : g.verbosity < 0 ? spdlog::level::err
+                                      : spdlog::level::info);
+}
+
+std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g) {
+  return std::make_unique<Compiler>(g.recipes_dir.empty() ? embedded_data()
+                                                          : directory_data(g.recipes_dir));
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      throw Error("cannot write to standard output: " + std::string(std::strerror(errno)));
+    return;
+  }
+  std::string tmpl = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0)
+    throw Error(path + ": cannot create the output file: " + std::strerror(errno));
+  auto fail = [&](const char* what) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw Error(path + ": " + what + ": " + why);
+  };
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      fail("write failed");
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  // Same permissions an ordinary new file would get.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0 || ::fsync(fd) != 0)
+    fail("write failed");
+  if (::close(fd) != 0) {
+    ::unlink(tmpl.c_str());
+    throw Error(path + ": write failed: " + std::strerror(errno));
+  }
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmpl.c_str());
+    throw Error(path + ": cannot write: " + why);
+  }
+}
+
+} // namespace qr::cli

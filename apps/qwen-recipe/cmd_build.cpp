@@ -1,0 +1,108 @@
+// qwen-recipe build: recipe -> pipeline -> overrides -> invariants -> YAML on stdout (or -o).
+#include "commands.h"
+#include "config/error.h"
+#include "config/yaml_write.h"
+
+#include <cstdio>
+#include <memory>
+#include <spdlog/spdlog.h>
+
+namespace qr::cli {
+namespace {
+
+struct BuildOptions {
+  std::vector<std::string> args; // RECIPE then overrides (only overrides with --base)
+  std::string gpu, precision = "bf16", profile, pipeline, base, output;
+  bool print_pipeline = false, print_after_all = false, no_header = false;
+};
+
+std::string pipeline_listing(const BuildResult& r) {
+  std::string out = "pipeline";
+  if (r.recipe)
+    out += " of " + r.recipe->id();
+  out += " (Megatron-Core profile " + r.config.profile() + "):\n";
+  char buf[32];
+  for (const PassInvocation& inv : r.pipeline.passes()) {
+    std::snprintf(buf, sizeof buf, "%4d  ", inv.position);
+    out += buf + inv.text();
+    if (!inv.via.empty())
+      out += "    (from " + inv.via + ")";
+    out += "\n";
+  }
+  std::snprintf(buf, sizeof buf, "%4d  ", static_cast<int>(r.pipeline.passes().size() + 1));
+  out += buf + std::string("overrides:");
+  if (r.overrides.empty())
+    out += " (none)";
+  for (const Override& o : r.overrides)
+    out += " " + to_token(o);
+  out += "    (Hydra dotlist, applied after the passes; invariants checked after)\n";
+  out += "text: " + r.pipeline.text() + "\n";
+  return out;
+}
+
+int run_build(const BuildOptions& o, const GlobalOptions& g) {
+  auto compiler = make_compiler(g);
+  BuildRequest req;
+  req.gpu = o.gpu;
+  req.precision = o.precision;
+  req.profile = o.profile;
+  req.pipeline_text = o.pipeline;
+  req.base_file = o.base;
+  auto it = o.args.begin();
+  if (o.base.empty() && it != o.args.end())
+    req.recipe = *it++;
+  req.overrides.assign(it, o.args.end());
+  if (o.print_pipeline) {
+    const BuildResult r = compiler->prepare(req);
+    write_output(o.output, pipeline_listing(r));
+    return 0;
+  }
+  RunHooks hooks;
+  if (o.print_after_all)
+    hooks.after_change = [](const std::string& step, const Config& c) {
+      std::fprintf(stderr, "*** Config after %s ***\n%s", step.c_str(), to_yaml(c.root()).c_str());
+    };
+  const BuildResult r = compiler->build(req, hooks);
+  write_output(o.output, emit_config(r, !o.no_header));
+  return 0;
+}
+
+} // namespace
+
+void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
+  auto opts = std::make_shared<BuildOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("build", "compile a recipe into the YAML Megatron-Bridge loads");
+  cmd->add_option("args", opts->args,
+                  "RECIPE (a model such as qwen35_397b, or MODEL@GPU[:PRECISION]) then Hydra "
+                  "overrides: key.path=value, +key=value (add), ++key=value (add or set), ~key "
+                  "(delete)");
+  cmd->add_option("--gpu", opts->gpu, "gb300, gb200, b300, b200, h100 or vr200");
+  cmd->add_option("--precision", opts->precision, "bf16 (default), fp8cs or fp8mx");
+  cmd->add_option("--mcore", opts->profile,
+                  "Megatron-Core profile: pinned (default; Megatron-Bridge main's pin) or gdn (has "
+                  "model.gdn_kernel_backend)");
+  cmd->add_option("--pipeline", opts->pipeline,
+                  "replace the recipe's pipeline, e.g. 'precision{p=bf16},qwen35-vl-common,...'");
+  cmd->add_option("--base", opts->base,
+                  "start from this YAML config instead of a recipe (needs --pipeline)");
+  cmd->add_option("-o,--output", opts->output,
+                  "write the YAML here (atomically) instead of standard output");
+  cmd->add_flag("--print-pipeline", opts->print_pipeline,
+                "print the pipeline (passes, then the overrides step) and stop");
+  cmd->add_flag("--print-after-all", opts->print_after_all,
+                "print the config to stderr after each step that changed it");
+  cmd->add_flag("--no-header", opts->no_header, "leave out the comment header");
+  cmd->footer(
+      "Examples:\n"
+      "  qwen-recipe build qwen35_397b --gpu gb300 > cfg.yaml\n"
+      "  qwen-recipe build qwen35_397b@gb300:fp8mx --mcore gdn model.gdn_kernel_backend=fla\n"
+      "  qwen-recipe build qwen3_30b --gpu h100 --precision fp8cs -o cfg.yaml "
+      "train.train_iters=100\n"
+      "  qwen-recipe build --base my.yaml --pipeline 'benchmark-common,qwen35-vl-post'");
+  cmd->fallthrough(); // -v, -q and --recipes-dir also after the subcommand
+  cmd->callback(
+      [opts, &global, &action] { action = [opts, &global] { return run_build(*opts, global); }; });
+}
+
+} // namespace qr::cli

@@ -1,0 +1,59 @@
+// qwen-recipe: compile Megatron-Bridge performance recipes for Qwen-VL models into checked YAML.
+// One try/catch here turns every error into `error: <message>` on stderr and exit code 2.
+#include "cli.h"
+#include "commands.h"
+#include "config/error.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+
+int main(int argc, char** argv) {
+  CLI::App app{"qwen-recipe: compile Megatron-Bridge performance recipes for Qwen-VL models into "
+               "checked, reproducible YAML",
+               "qwen-recipe"};
+  app.set_version_flag("--version", QR_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 success, 1 differences found (diff), 2 error.\n"
+      "Examples:\n"
+      "  qwen-recipe build qwen35_397b --gpu gb300 > cfg.yaml\n"
+      "  qwen-recipe build qwen35_35b --gpu gb200 --precision fp8mx train.micro_batch_size=2\n"
+      "  qwen-recipe build qwen35_397b --gpu gb300 --print-pipeline\n"
+      "  qwen-recipe list recipes");
+  qr::cli::GlobalOptions global;
+  int quiet = 0;
+  app.add_flag("-v,--verbose", global.verbosity, "more log output on stderr");
+  app.add_flag("-q,--quiet", quiet, "only errors on stderr");
+  app.add_option("--recipes-dir", global.recipes_dir,
+                 "read recipe data from this recipes/ tree instead of the built-in copy");
+
+  std::function<int()> action;
+  qr::cli::register_build(app, global, action);
+  qr::cli::register_list(app, global, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s (see 'qwen-recipe --help')\n", e.what());
+    return 2;
+  }
+  if (quiet > 0)
+    global.verbosity = -1;
+  try {
+    qr::cli::setup_logging(global);
+    return action();
+  } catch (const qr::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal error: %s\n", e.what());
+    return 2;
+  }
+}

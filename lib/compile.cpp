@@ -1,0 +1,78 @@
+#include "compile.h"
+
+#include "config/error.h"
+#include "config/yaml_write.h"
+
+namespace qr {
+
+Compiler::Compiler(std::shared_ptr<const DataSource> data)
+    : schema_(Schema::load(*data)), catalog_(Catalog::load(data, schema_)) {}
+
+BuildResult Compiler::prepare(const BuildRequest& req) const {
+  const std::string profile = req.profile.empty() ? schema_->default_profile() : req.profile;
+  (void)schema_->profile(profile);
+
+  std::optional<RecipeSpec> spec;
+  Value base;
+  std::string command = "qwen-recipe build";
+  if (!req.base_file.empty()) {
+    if (!req.recipe.empty())
+      throw Error("give a recipe or --base FILE, not both");
+    if (req.pipeline_text.empty())
+      throw Error("--base needs --pipeline: a base file has no recipe pipeline of its own");
+    base = catalog_->base_from_file(req.base_file, profile);
+    command += " --base " + req.base_file;
+  } else {
+    if (req.recipe.empty())
+      throw Error("no recipe given; e.g. qwen-recipe build qwen35_397b --gpu gb300 "
+                  "('qwen-recipe list recipes' shows them)");
+    RecipeRef ref{req.recipe, req.gpu, req.precision};
+    if (req.recipe.find('@') != std::string::npos) {
+      ref = parse_recipe_ref(req.recipe);
+      if (!req.gpu.empty() && req.gpu != ref.gpu)
+        throw Error("recipe spec '" + req.recipe + "' names GPU " + ref.gpu + " but --gpu is " +
+                    req.gpu);
+    } else if (req.gpu.empty()) {
+      throw Error("--gpu is required; GPUs: gb300, gb200, b300, b200, h100, vr200");
+    }
+    spec = catalog_->resolve(ref.model, ref.gpu, ref.precision);
+    base = catalog_->base_config(*spec->model, profile);
+    command +=
+        " " + spec->model->name + " --gpu " + spec->gpu->name + " --precision " + spec->precision;
+  }
+  command += " --mcore " + profile;
+  Config config(schema_, profile, std::move(base));
+  Pipeline pipeline =
+      Pipeline::parse(req.pipeline_text.empty() ? spec->variant->pipeline : req.pipeline_text);
+  pipeline.bind(config, *catalog_);
+  pipeline.check_order();
+  if (!req.pipeline_text.empty())
+    command += " --pipeline '" + pipeline.text() + "'";
+  std::vector<Override> overrides;
+  for (const std::string& token : req.overrides) {
+    overrides.push_back(parse_override(token));
+    command += " " + token;
+  }
+  BuildResult result{std::move(config), std::move(pipeline), std::move(overrides), spec, command};
+  return result;
+}
+
+BuildResult Compiler::build(const BuildRequest& req, const RunHooks& hooks) const {
+  BuildResult r = prepare(req);
+  // Waivers belong to the recipe's own pipeline, not to one the user wrote.
+  const std::vector<Waiver> waivers =
+      r.recipe && req.pipeline_text.empty() ? r.recipe->variant->waivers : std::vector<Waiver>{};
+  run_pipeline(r.pipeline, r.overrides, waivers, r.config, *catalog_, hooks);
+  return r;
+}
+
+std::string emit_config(const BuildResult& result, bool header) {
+  std::string out;
+  if (header) {
+    out += "# " + result.command + "\n";
+    out += "# pipeline: " + result.pipeline.text() + "\n";
+  }
+  return out + to_yaml(result.config.root());
+}
+
+} // namespace qr

@@ -1,0 +1,332 @@
+#include "config/yaml_read.h"
+
+#include "config/error.h"
+#include "config/utf8.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
+
+namespace qr {
+namespace {
+
+// Builds YamlNodes from yaml-cpp's parser events.
+class TreeBuilder : public YAML::EventHandler {
+public:
+  explicit TreeBuilder(YamlDoc& doc) : doc_(doc) {}
+
+  int documents = 0;
+
+  void OnDocumentStart(const YAML::Mark&) override { ++documents; }
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    YamlNode& n = make(mark, YamlNode::Kind::Null);
+    n.plain = true;
+    finish(n, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end())
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) + ": alias to an unknown anchor");
+    attach(it->second);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    YamlNode& n = make(mark, YamlNode::Kind::Scalar);
+    n.text = value;
+    n.plain = tag == "?";
+    if (tag != "?" && tag != "!")
+      n.tag = tag;
+    finish(n, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    YamlNode& n = make(mark, YamlNode::Kind::Sequence);
+    if (tag != "?" && tag != "!")
+      n.tag = tag;
+    open(n, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    YamlNode& n = make(mark, YamlNode::Kind::Mapping);
+    if (tag != "?" && tag != "!")
+      n.tag = tag;
+    open(n, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+private:
+  struct Open {
+    YamlNode* node;
+    const YamlNode* pending_key = nullptr;
+  };
+
+  YamlDoc& doc_;
+  std::vector<Open> stack_;
+  std::map<YAML::anchor_t, const YamlNode*> anchors_;
+
+  YamlNode& make(const YAML::Mark& mark, YamlNode::Kind kind) {
+    YamlNode& n = doc_.arena.emplace_back();
+    n.kind = kind;
+    n.line = mark.line + 1;
+    n.column = mark.column + 1;
+    return n;
+  }
+  void finish(const YamlNode& n, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor)
+      anchors_[anchor] = &n;
+    attach(&n);
+  }
+  void open(YamlNode& n, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor)
+      anchors_[anchor] = &n;
+    attach(&n);
+    stack_.push_back({&n});
+  }
+  void close() { stack_.pop_back(); }
+  void attach(const YamlNode* n) {
+    if (stack_.empty()) {
+      if (doc_.root == nullptr)
+        doc_.root = n;
+      return;
+    }
+    Open& top = stack_.back();
+    if (top.node->kind == YamlNode::Kind::Sequence) {
+      top.node->items.push_back(n);
+    } else if (top.pending_key == nullptr) {
+      top.pending_key = n;
+    } else {
+      top.node->entries.emplace_back(top.pending_key, n);
+      top.pending_key = nullptr;
+    }
+  }
+};
+
+std::string mark_text(const std::string& source, const YAML::Mark& m) {
+  if (m.is_null())
+    return source;
+  return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+bool matches(const std::string& text, const char* pattern) {
+  return std::regex_match(text, std::regex(pattern, std::regex::ECMAScript));
+}
+
+} // namespace
+
+std::string YamlDoc::where(const YamlNode& n) const {
+  if (!has_positions)
+    return source;
+  return source + ":" + std::to_string(n.line) + ":" + std::to_string(n.column);
+}
+
+void ExpansionBudget::spend(const YamlDoc& doc, const YamlNode& at) {
+  if (left_ == 0)
+    throw Error(doc.where(at) +
+                ": document expands to too many nodes (aliases nested too deep?); refusing it");
+  --left_;
+}
+
+std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& source,
+                                    const YamlLimits& limits) {
+  if (text.size() > limits.max_bytes)
+    throw Error(source + ": input is " + std::to_string(text.size() >> 20) +
+                " MiB, larger than the " + std::to_string(limits.max_bytes >> 20) +
+                " MiB a config may be");
+  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
+    throw Error(source + ": invalid UTF-8 at byte " + std::to_string(bad) +
+                "; configs must be UTF-8 text");
+  auto doc = std::make_shared<YamlDoc>();
+  doc->source = source;
+  std::istringstream in{std::string(text)};
+  TreeBuilder builder(*doc);
+  try {
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(builder)) {
+      if (builder.documents > 1)
+        throw Error(source + ": more than one YAML document; a config is one document");
+    }
+  } catch (const YAML::DeepRecursion& e) {
+    throw Error(mark_text(source, e.mark) + ": nesting deeper than " + std::to_string(e.depth()) +
+                " levels; a config is never that deep");
+  } catch (const YAML::Exception& e) {
+    throw Error(mark_text(source, e.mark) + ": invalid YAML: " + e.msg);
+  }
+  if (doc->root == nullptr)
+    throw Error(source + ": empty document; expected a YAML mapping");
+  // Count nodes once with aliases expanded, so that later conversions cannot blow up.
+  ExpansionBudget budget(limits.max_nodes);
+  std::vector<const YamlNode*> todo{doc->root};
+  while (!todo.empty()) {
+    const YamlNode* n = todo.back();
+    todo.pop_back();
+    budget.spend(*doc, *n);
+    for (const YamlNode* c : n->items)
+      todo.push_back(c);
+    for (const auto& [k, v] : n->entries) {
+      todo.push_back(k);
+      todo.push_back(v);
+    }
+  }
+  return doc;
+}
+
+std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(path + ": no such file");
+  if (S_ISDIR(st.st_mode))
+    throw Error(path + ": is a directory, expected a YAML file");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+    throw Error(path + ": not a regular file");
+  if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > limits.max_bytes)
+    throw Error(path + ": file is " + std::to_string(st.st_size >> 20) + " MiB, larger than the " +
+                std::to_string(limits.max_bytes >> 20) + " MiB a config may be");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot read (permission denied?)");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > limits.max_bytes)
+      throw Error(path + ": larger than the " + std::to_string(limits.max_bytes >> 20) +
+                  " MiB a config may be");
+  }
+  if (in.bad())
+    throw Error(path + ": read error");
+  return parse_yaml(text, path, limits);
+}
+
+Value resolve_plain_scalar(const std::string& t) {
+  if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL")
+    return Null{};
+  static const std::set<std::string> truths{"yes",  "Yes", "YES", "true", "True",
+                                            "TRUE", "on",  "On",  "ON"};
+  static const std::set<std::string> falses{"no",    "No",  "NO",  "false", "False",
+                                            "FALSE", "off", "Off", "OFF"};
+  if (truths.count(t))
+    return true;
+  if (falses.count(t))
+    return false;
+  const char c0 = t[0];
+  if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
+    return t;
+  if (matches(t, "[-+]?(0|[1-9][0-9_]*)")) {
+    std::string digits;
+    for (char c : t)
+      if (c != '_' && c != '+')
+        digits += c;
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec == std::errc() && p == digits.data() + digits.size())
+      return v;
+    return std::stod(digits); // beyond int64: Python would keep an int; a float is the closest
+  }
+  if (matches(t, "[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?0x[0-9a-fA-F_]+")) {
+    std::string s;
+    for (char c : t)
+      if (c != '_')
+        s += c;
+    const bool neg = s[0] == '-';
+    if (s[0] == '-' || s[0] == '+')
+      s.erase(0, 1);
+    int base = 8;
+    if (s.rfind("0b", 0) == 0) {
+      base = 2;
+      s.erase(0, 2);
+    } else if (s.rfind("0x", 0) == 0) {
+      base = 16;
+      s.erase(0, 2);
+    }
+    std::int64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v, base);
+    return neg ? -v : v;
+  }
+  if (matches(t, "[-+]?\\.(inf|Inf|INF)"))
+    return t[0] == '-' ? -INFINITY : INFINITY;
+  if (matches(t, "\\.(nan|NaN|NAN)"))
+    return NAN;
+  if (matches(t,
+              "[-+]?([0-9][0-9_]*)\\.[0-9_]*([eE][-+][0-9]+)?|\\.[0-9][0-9_]*([eE][-+][0-9]+)?")) {
+    std::string s;
+    for (char c : t)
+      if (c != '_')
+        s += c;
+    if (s[0] == '+')
+      s.erase(0, 1); // from_chars takes no leading '+'
+    double v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && p == s.data() + s.size())
+      return v;
+  }
+  return t; // sexagesimal numbers and timestamps stay text
+}
+
+namespace {
+
+Value convert(const YamlDoc& doc, const YamlNode& n) {
+  switch (n.kind) {
+  case YamlNode::Kind::Null:
+    return Null{};
+  case YamlNode::Kind::Scalar:
+    if (!n.tag.empty()) {
+      if (n.tag == "tag:yaml.org,2002:str")
+        return n.text;
+      if (n.tag == "tag:yaml.org,2002:null" || n.tag == "tag:yaml.org,2002:bool" ||
+          n.tag == "tag:yaml.org,2002:int" || n.tag == "tag:yaml.org,2002:float")
+        return resolve_plain_scalar(n.text);
+      throw Error(doc.where(n) + ": unsupported YAML tag '" + n.tag + "'");
+    }
+    return n.plain ? resolve_plain_scalar(n.text) : Value(n.text);
+  case YamlNode::Kind::Sequence: {
+    List l;
+    l.reserve(n.items.size());
+    for (const YamlNode* item : n.items)
+      l.push_back(convert(doc, *item));
+    return l;
+  }
+  case YamlNode::Kind::Mapping: {
+    Map m;
+    for (const auto& [k, v] : n.entries) {
+      if (k->kind != YamlNode::Kind::Scalar && k->kind != YamlNode::Kind::Null)
+        throw Error(doc.where(*k) + ": mapping keys must be plain scalars");
+      Value key = k->kind == YamlNode::Kind::Null ? Value(Null{}) : convert(doc, *k);
+      Key mk;
+      if (key.is_int()) {
+        mk = {std::to_string(key.as_int()), true};
+      } else if (key.is_str()) {
+        mk = {key.as_str(), false};
+      } else {
+        mk = {k->text, false};
+      }
+      if (m.contains(mk.text))
+        throw Error(doc.where(*k) + ": duplicate key '" + mk.text + "'");
+      m.set(std::move(mk), convert(doc, *v));
+    }
+    return m;
+  }
+  }
+  return Null{};
+}
+
+} // namespace
+
+Value to_untyped_value(const YamlDoc& doc, const YamlNode& node) {
+  return convert(doc, node);
+}
+
+} // namespace qr

@@ -1,0 +1,70 @@
+// YAML input: a parse tree that keeps what typing by schema needs and yaml-cpp's Node hides:
+// whether a scalar was plain or quoted, its line and column, duplicate keys, and alias
+// expansion bounded against "billion laughs" documents.
+#pragma once
+
+#include "config/value.h"
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace qr {
+
+struct YamlNode {
+  enum class Kind { Null, Scalar, Sequence, Mapping };
+  Kind kind = Kind::Null;
+  std::string text;         // scalar text
+  bool plain = true;        // plain (unquoted, untagged) scalar
+  std::string tag;          // explicit tag such as "tag:yaml.org,2002:str", else empty
+  int line = 0, column = 0; // 1-based
+  std::vector<const YamlNode*> items;
+  std::vector<std::pair<const YamlNode*, const YamlNode*>> entries;
+};
+
+// A parsed document. Nodes live in the arena; aliases point at their anchor's node.
+class YamlDoc {
+public:
+  std::string source;        // file name, or e.g. "override 'a.b=1'", for messages
+  bool has_positions = true; // false for one-line texts, where line:col would be noise
+  const YamlNode* root = nullptr;
+
+  // "file:line:col" for a node.
+  [[nodiscard]] std::string where(const YamlNode& n) const;
+
+  std::deque<YamlNode> arena;
+};
+
+struct YamlLimits {
+  std::size_t max_bytes = std::size_t{64} << 20; // refuse files larger than this
+  std::size_t max_nodes = 2'000'000;             // after alias expansion
+};
+
+// Parses one YAML document; throws qr::Error naming `source`, line and column.
+std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& source,
+                                    const YamlLimits& limits = {});
+// Reads and parses a file; errors for missing, unreadable, non-regular or oversized files.
+std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits = {});
+
+// Converts without a schema, resolving plain scalars as PyYAML's safe_load does (YAML 1.1:
+// `yes` is true, `1e-5` is a string, `1.0e-05` a float). Duplicate keys are errors.
+Value to_untyped_value(const YamlDoc& doc, const YamlNode& node);
+
+// The value PyYAML's resolvers give a plain scalar.
+Value resolve_plain_scalar(const std::string& text);
+
+// Bounds the size of a converted tree: aliases can make a small file expand exponentially.
+class ExpansionBudget {
+public:
+  explicit ExpansionBudget(std::size_t max_nodes) : left_(max_nodes) {}
+  void spend(const YamlDoc& doc, const YamlNode& at);
+
+private:
+  std::size_t left_;
+};
+
+} // namespace qr

@@ -1,0 +1,130 @@
+#include "overrides/overrides.h"
+
+#include "config/error.h"
+#include "config/yaml_write.h"
+
+#include <regex>
+
+namespace qr {
+namespace {
+
+std::string quoted(std::string_view token) {
+  return "override '" + std::string(token) + "'";
+}
+
+// Types the override's value for the field it lands in.
+Value typed_value(const Config& config, const Override& o, const Type& type) {
+  auto doc = parse_yaml(o.value, quoted(o.token));
+  doc->has_positions = false;
+  TypingContext ctx{doc.get(), config.profile(), true};
+  // `key=` is the empty string, as in Hydra.
+  if (o.value.empty() && (type.find(Type::Kind::Str) != nullptr || type.kind == Type::Kind::Any))
+    return std::string{};
+  return config.schema().coerce(*doc->root, type, o.key, ctx);
+}
+
+} // namespace
+
+Override parse_override(std::string_view token) {
+  Override o;
+  o.token = std::string(token);
+  std::string_view rest = token;
+  if (rest.starts_with("++")) {
+    o.op = Override::Op::Upsert;
+    rest.remove_prefix(2);
+  } else if (rest.starts_with("+")) {
+    o.op = Override::Op::Add;
+    rest.remove_prefix(1);
+  } else if (rest.starts_with("~")) {
+    o.op = Override::Op::Delete;
+    rest.remove_prefix(1);
+  }
+  const std::size_t eq = rest.find('=');
+  o.key = std::string(rest.substr(0, eq));
+  if (eq != std::string_view::npos) {
+    o.has_value = true;
+    o.value = std::string(rest.substr(eq + 1));
+  }
+  if (o.key.empty())
+    throw Error(quoted(token) + ": no key before '='; overrides look like key.path=value");
+  static const std::regex key_re("[A-Za-z0-9_\\-]+(\\.[A-Za-z0-9_\\-]+)*");
+  if (!std::regex_match(o.key, key_re)) {
+    (void)split_path(o.key); // names empty segments precisely
+    throw Error(quoted(token) + ": bad key '" + o.key +
+                "'; keys are dotted names of letters, digits, '_' and '-'");
+  }
+  if (o.op != Override::Op::Delete && !o.has_value)
+    throw Error(quoted(token) + ": missing '=value'; write " + o.key + "=VALUE (or ~" + o.key +
+                " to delete it)");
+  // Hydra reads `a=1,2` as a sweep; a single run takes one value.
+  if (o.has_value && !o.value.empty() && o.value.front() != '[' && o.value.front() != '{' &&
+      o.value.front() != '\'' && o.value.front() != '"' && o.value.find(',') != std::string::npos)
+    throw Error(quoted(token) + ": a comma outside brackets is a Hydra sweep; for a list write " +
+                o.key + "=[" + o.value + "], for text with a comma quote it: " + o.key + "='" +
+                o.value + "'");
+  return o;
+}
+
+std::string to_token(const Override& o) {
+  std::string prefix;
+  switch (o.op) {
+  case Override::Op::Set:
+    break;
+  case Override::Op::Add:
+    prefix = "+";
+    break;
+  case Override::Op::Upsert:
+    prefix = "++";
+    break;
+  case Override::Op::Delete:
+    prefix = "~";
+    break;
+  }
+  return prefix + o.key + (o.has_value ? "=" + o.value : "");
+}
+
+void apply_override(Config& config, const Override& o) {
+  std::string why;
+  const auto ref = config.resolve(o.key, &why);
+  if (!ref) {
+    const char* verb = o.op == Override::Op::Delete ? "delete"
+                       : o.op == Override::Op::Set  ? "override"
+                                                    : "add";
+    // `+` cannot add a field a dataclass lacks: Megatron-Bridge could not load the YAML.
+    throw Error(std::string("could not ") + verb + " '" + o.key + "': " + why);
+  }
+  const Value* current = config.find(o.key);
+  switch (o.op) {
+  case Override::Op::Set:
+    if (current == nullptr)
+      throw Error("could not override '" + o.key + "': the key is not in the config" +
+                  (ref->in_open_map
+                       ? "; to add it use +" + o.key + "=" + o.value
+                       : "; to restore a deleted field use ++" + o.key + "=" + o.value));
+    config.set(o.key, typed_value(config, o, *ref->type));
+    return;
+  case Override::Op::Add:
+    if (current != nullptr)
+      throw Error("could not add '" + o.key + "': it already exists (value " + brief(*current) +
+                  "); to change it use " + o.key + "=" + o.value + " or ++" + o.key + "=" +
+                  o.value);
+    config.set(o.key, typed_value(config, o, *ref->type));
+    return;
+  case Override::Op::Upsert:
+    config.set(o.key, typed_value(config, o, *ref->type));
+    return;
+  case Override::Op::Delete:
+    if (current == nullptr)
+      throw Error("could not delete '" + o.key + "': it is not in the config");
+    if (o.has_value) {
+      const Value expected = typed_value(config, o, *ref->type);
+      if (!(expected == *current))
+        throw Error("could not delete '" + o.key + "': its value is " + brief(*current) + ", not " +
+                    brief(expected));
+    }
+    config.erase(o.key);
+    return;
+  }
+}
+
+} // namespace qr

@@ -1,0 +1,101 @@
+// A pass: a small named unit that rewrites the config, declared once in the registry with its
+// options, the fields it writes, its ordering constraints and the invariants it leaves true.
+// The pipeline checks ordering before any pass runs and invariants after each one.
+#pragma once
+
+#include "config/config.h"
+#include "config/value.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace qr {
+
+class Catalog;
+
+struct PassOption {
+  std::string name;
+  std::string type; // schema type notation, e.g. "str{fla|transformer_engine}", "int?", "bool"
+  bool required = false;
+  std::string help;
+};
+
+// "X must run after Y" (declared on X), with the reason shown in errors and docs.
+struct OrderRule {
+  std::string pass;
+  std::string why;
+};
+
+// Typed option values of one pass invocation, in the order written.
+class PassArgs {
+public:
+  void set(std::string name, Value v);
+  [[nodiscard]] const Value* find(std::string_view name) const;
+  [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
+  [[nodiscard]] const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+
+private:
+  std::vector<std::pair<std::string, Value>> items_;
+};
+
+struct PassInfo;
+
+// What a running pass sees: the config (writes are checked against the pass's declaration),
+// its options and the recipe catalogue (precision blocks, env presets).
+class PassContext {
+public:
+  PassContext(Config& config, const PassInfo& info, const PassArgs& args, const Catalog& catalog)
+      : config_(config), info_(info), args_(args), catalog_(catalog) {}
+
+  [[nodiscard]] const Value& get(std::string_view path) const { return config_.at(path); }
+  [[nodiscard]] const Value* find(std::string_view path) const { return config_.find(path); }
+  [[nodiscard]] const Config& config() const { return config_; }
+  [[nodiscard]] const PassArgs& args() const { return args_; }
+  [[nodiscard]] const Catalog& catalog() const { return catalog_; }
+  [[nodiscard]] const Schema& schema() const { return config_.schema(); }
+  // An option's value; throws if absent (required options are checked before the run).
+  [[nodiscard]] const Value& arg(std::string_view name) const;
+
+  // Writes a field; it must be one the pass declares (or, for `set`/`env`, one of its keys).
+  void set(std::string_view path, Value v);
+  // Logs a note at info level, prefixed with the pass name.
+  void note(const std::string& message) const;
+
+private:
+  Config& config_;
+  const PassInfo& info_;
+  const PassArgs& args_;
+  const Catalog& catalog_;
+};
+
+struct PassInfo {
+  std::string name = {};
+  std::string summary = {}; // one line
+  std::vector<PassOption> options = {};
+  // Dotted paths the pass may write; a section name covers its fields.
+  std::vector<std::string> writes = {};
+  std::vector<OrderRule> after = {};     // when both are in a pipeline, these run earlier
+  std::vector<OrderRule> before = {};    // when both are in a pipeline, these run later
+  bool last = false;                     // nothing may follow it
+  std::vector<std::string> ensures = {}; // invariants the pass leaves true (checked right after)
+  // Passes whose option keys are config paths or env var names (`set`, `env`): they type their
+  // own options against the base config before the pipeline runs, and write exactly those keys.
+  std::function<PassArgs(const std::vector<std::pair<std::string, std::string>>& raw,
+                         const Config& base, const Catalog& catalog)>
+      bind_free_options = {};
+  void (*run)(PassContext&) = nullptr;
+  std::string description = {}; // longer text for docs/passes.md
+};
+
+// A name for a fixed sequence of passes (an upstream composite helper).
+struct NamedPipeline {
+  std::string name;
+  std::string summary;
+  std::string expansion; // pipeline text
+};
+
+} // namespace qr

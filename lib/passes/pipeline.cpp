@@ -1,0 +1,298 @@
+#include "passes/pipeline.h"
+
+#include "config/error.h"
+#include "config/suggest.h"
+#include "config/yaml_write.h"
+#include "passes/invariants.h"
+#include "passes/registry.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <spdlog/spdlog.h>
+
+namespace qr {
+namespace {
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+    s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Splits at commas outside brackets and quotes; `what` names the text in errors.
+std::vector<std::string> split_top_level(std::string_view text, const std::string& what) {
+  std::vector<std::string> parts;
+  std::vector<char> stack;
+  char quote = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == quote)
+        quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{' || c == '[') {
+      stack.push_back(c);
+    } else if (c == '}' || c == ']') {
+      const char open = c == '}' ? '{' : '[';
+      if (stack.empty() || stack.back() != open)
+        throw Error(what + ": unbalanced '" + std::string(1, c) + "' at offset " +
+                    std::to_string(i) + " in '" + std::string(text) + "'");
+      stack.pop_back();
+    } else if (c == ',' && stack.empty()) {
+      parts.emplace_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (quote != 0)
+    throw Error(what + ": unterminated quote in '" + std::string(text) + "'");
+  if (!stack.empty())
+    throw Error(what + ": unbalanced '" + std::string(1, stack.back()) + "' in '" +
+                std::string(text) + "' (missing '" + (stack.back() == '{' ? "}" : "]") + "')");
+  parts.emplace_back(text.substr(start));
+  return parts;
+}
+
+void parse_into(std::string_view text, std::vector<PassInvocation>& out, const std::string& via) {
+  if (trim(text).empty())
+    throw Error("pipeline: empty pipeline text; give passes separated by commas, e.g. "
+                "'precision{p=bf16},qwen35-vl-common'");
+  const std::vector<std::string> elements = split_top_level(text, "pipeline");
+  static const std::regex name_re("[a-z0-9][a-z0-9-]*");
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    const std::string element = trim(elements[i]);
+    const std::size_t index = out.size() + 1;
+    if (element.empty()) {
+      const char* where = elements.size() == 1       ? ""
+                          : i == 0                   ? " (leading comma)"
+                          : i + 1 == elements.size() ? " (trailing comma)"
+                                                     : " (two commas in a row)";
+      throw Error("pipeline: empty element at position " + std::to_string(index) + where);
+    }
+    const std::size_t brace = element.find('{');
+    const std::string name = trim(element.substr(0, brace));
+    if (!std::regex_match(name, name_re))
+      throw Error("pipeline: bad pass name '" + name + "' at position " + std::to_string(index) +
+                  "; names are lower-case words joined by '-'");
+    std::string options_text;
+    bool has_options = false;
+    if (brace != std::string::npos) {
+      if (element.back() != '}')
+        throw Error("pipeline: text after '}' in '" + element + "' at position " +
+                    std::to_string(index));
+      options_text = element.substr(brace + 1, element.size() - brace - 2);
+      has_options = true;
+    }
+    if (const NamedPipeline* named = find_named_pipeline(name)) {
+      if (has_options)
+        throw Error("pipeline: '" + name + "' (position " + std::to_string(index) +
+                    ") is a named pipeline (" + named->expansion + ") and takes no options");
+      parse_into(named->expansion, out, name);
+      continue;
+    }
+    const PassInfo* info = find_pass(name);
+    if (info == nullptr)
+      throw Error("pipeline: unknown pass '" + name + "' at position " + std::to_string(index) +
+                  did_you_mean(name, registered_names()) +
+                  "; 'qwen-recipe list passes' shows them all");
+    PassInvocation inv;
+    inv.info = info;
+    inv.via = via;
+    if (has_options && !trim(options_text).empty()) {
+      for (const std::string& opt :
+           split_top_level(options_text, "pipeline: pass '" + name + "'")) {
+        const std::string o = trim(opt);
+        const std::size_t eq = o.find('=');
+        if (o.empty())
+          throw Error("pipeline: pass '" + name + "' (position " + std::to_string(index) +
+                      ") has an empty option (stray comma?)");
+        if (eq == std::string::npos || trim(o.substr(0, eq)).empty())
+          throw Error("pipeline: option '" + o + "' of pass '" + name + "' (position " +
+                      std::to_string(index) + ") needs the form key=value");
+        inv.raw_options.emplace_back(trim(o.substr(0, eq)), trim(o.substr(eq + 1)));
+      }
+    }
+    out.push_back(std::move(inv));
+  }
+}
+
+std::string option_list(const PassInfo& info) {
+  std::string out;
+  for (const PassOption& o : info.options)
+    out += (out.empty() ? "" : ", ") + o.name;
+  return out.empty() ? "none" : out;
+}
+
+std::string format_option_value(const Value& v) {
+  return to_flow_yaml(v);
+}
+
+} // namespace
+
+std::string PassInvocation::text() const {
+  if (raw_options.empty())
+    return info->name;
+  std::string out = info->name + "{";
+  for (std::size_t i = 0; i < raw_options.size(); ++i) {
+    if (i > 0)
+      out += ",";
+    const Value* typed = args.find(raw_options[i].first);
+    out += raw_options[i].first + "=" +
+           (typed != nullptr ? format_option_value(*typed) : raw_options[i].second);
+  }
+  return out + "}";
+}
+
+std::string PassInvocation::label() const {
+  return "pass '" + info->name + "' (position " + std::to_string(position) + ")";
+}
+
+Pipeline Pipeline::parse(std::string_view text) {
+  Pipeline p;
+  parse_into(text, p.passes_, "");
+  for (std::size_t i = 0; i < p.passes_.size(); ++i)
+    p.passes_[i].position = static_cast<int>(i + 1);
+  return p;
+}
+
+void Pipeline::bind(const Config& base, const Catalog& catalog) {
+  for (PassInvocation& inv : passes_) {
+    const PassInfo& info = *inv.info;
+    if (info.bind_free_options) {
+      std::set<std::string> seen;
+      for (const auto& [k, v] : inv.raw_options)
+        if (!seen.insert(k).second)
+          throw Error("pipeline: " + inv.label() + " sets '" + k + "' twice");
+      try {
+        inv.args = info.bind_free_options(inv.raw_options, base, catalog);
+      } catch (const Error& e) {
+        throw Error("pipeline: " + inv.label() + ": " + e.what());
+      }
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const PassOption& o : info.options)
+      names.push_back(o.name);
+    for (const auto& [key, text] : inv.raw_options) {
+      auto it = std::find_if(info.options.begin(), info.options.end(),
+                             [&](const PassOption& o) { return o.name == key; });
+      if (it == info.options.end())
+        throw Error("pipeline: " + inv.label() + " has no option '" + key + "'" +
+                    did_you_mean(key, names) + "; its options: " + option_list(info));
+      if (inv.args.has(key))
+        throw Error("pipeline: " + inv.label() + " sets option '" + key + "' twice");
+      auto doc = parse_yaml(text.empty() ? "''" : text,
+                            "pipeline: " + inv.label() + " option '" + key + "=" + text + "'");
+      doc->has_positions = false;
+      TypingContext ctx{doc.get(), base.profile(), true};
+      inv.args.set(key, base.schema().coerce(*doc->root, *parse_type(it->type), key, ctx));
+    }
+    for (const PassOption& o : info.options)
+      if (o.required && !inv.args.has(o.name))
+        throw Error("pipeline: " + inv.label() + " needs option '" + o.name + "' (" + o.help +
+                    "), e.g. " + info.name + "{" + o.name + "=...}");
+  }
+}
+
+void Pipeline::check_order() const {
+  for (const PassInvocation& a : passes_) {
+    for (const OrderRule& rule : a.info->after)
+      for (const PassInvocation& b : passes_)
+        if (b.info->name == rule.pass && b.position > a.position)
+          throw Error("pipeline: " + a.label() + " must run after '" + b.info->name +
+                      "' (position " + std::to_string(b.position) + "): " + rule.why + "; move '" +
+                      a.info->name + "' after '" + b.info->name + "'");
+    for (const OrderRule& rule : a.info->before)
+      for (const PassInvocation& b : passes_)
+        if (b.info->name == rule.pass && b.position < a.position)
+          throw Error("pipeline: " + a.label() + " must run before '" + b.info->name +
+                      "' (position " + std::to_string(b.position) + "): " + rule.why + "; move '" +
+                      a.info->name + "' before '" + b.info->name + "'");
+    if (a.info->last && a.position != static_cast<int>(passes_.size())) {
+      const PassInvocation& next = passes_[static_cast<std::size_t>(a.position)];
+      throw Error("pipeline: " + a.label() + " must be the last pass, but " + next.label() +
+                  " follows it; move '" + a.info->name + "' to the end");
+    }
+  }
+}
+
+std::string Pipeline::text() const {
+  std::string out;
+  for (const PassInvocation& inv : passes_)
+    out += (out.empty() ? "" : ",") + inv.text();
+  return out;
+}
+
+namespace {
+
+void check_invariants(const Config& config, const std::vector<const InvariantInfo*>& which,
+                      const std::vector<Waiver>& waivers, const std::string& where) {
+  for (const InvariantInfo* inv : which) {
+    const std::string problem = inv->check(config);
+    if (problem.empty())
+      continue;
+    auto waived = std::find_if(waivers.begin(), waivers.end(),
+                               [&](const Waiver& w) { return w.invariant == inv->name; });
+    if (waived != waivers.end()) {
+      spdlog::warn("invariant '{}' does not hold {} (waived by the recipe: {}): {}", inv->name,
+                   where, waived->reason, problem);
+      continue;
+    }
+    throw Error("invariant '" + inv->name + "' failed " + where + ": " + problem);
+  }
+}
+
+std::vector<const InvariantInfo*> invariants(bool include_final) {
+  std::vector<const InvariantInfo*> out;
+  for (const InvariantInfo& i : invariant_registry())
+    if (i.when == InvariantInfo::When::Always || include_final)
+      out.push_back(&i);
+  return out;
+}
+
+} // namespace
+
+void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrides,
+                  const std::vector<Waiver>& waivers, Config& config, const Catalog& catalog,
+                  const RunHooks& hooks) {
+  for (const Waiver& w : waivers)
+    if (find_invariant(w.invariant) == nullptr)
+      throw Error("recipe waives unknown invariant '" + w.invariant + "'");
+  const auto always = invariants(false);
+  check_invariants(config, always, waivers, "in the base config (pipeline start)");
+  for (const PassInvocation& inv : pipeline.passes()) {
+    config.begin_step(inv.info->name + "#" + std::to_string(inv.position));
+    const Value before = config.root();
+    PassContext ctx(config, *inv.info, inv.args, catalog);
+    inv.info->run(ctx);
+    auto to_check = always;
+    for (const std::string& name : inv.info->ensures)
+      if (const InvariantInfo* i = find_invariant(name);
+          i != nullptr && std::find(to_check.begin(), to_check.end(), i) == to_check.end())
+        to_check.push_back(i);
+    check_invariants(config, to_check, waivers, "after " + inv.label());
+    if (hooks.after_change && !(before == config.root()))
+      hooks.after_change(inv.info->name + " (position " + std::to_string(inv.position) + ")",
+                         config);
+  }
+  config.begin_step("overrides");
+  const Value before = config.root();
+  for (const Override& o : overrides)
+    apply_override(config, o);
+  if (hooks.after_change && !overrides.empty() && !(before == config.root()))
+    hooks.after_change("overrides", config);
+  const std::string where =
+      !overrides.empty() ? std::string("after overrides")
+      : pipeline.passes().empty()
+          ? std::string("in the base config")
+          : "at the end of the pipeline (after " + pipeline.passes().back().label() + ")";
+  check_invariants(config, invariants(true), waivers, where);
+}
+
+} // namespace qr

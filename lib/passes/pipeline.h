@@ -1,0 +1,67 @@
+// Pipelines are text: `precision{p=fp8mx},qwen35-vl-common,gdn-backend{backend=fla}`.
+// Parsing names every error's element and offending text; ordering is checked over the whole
+// list before any pass runs; invariants are checked after each pass, and after overrides.
+#pragma once
+
+#include "overrides/overrides.h"
+#include "passes/pass.h"
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace qr {
+
+class Catalog;
+
+struct PassInvocation {
+  const PassInfo* info = nullptr;
+  std::vector<std::pair<std::string, std::string>> raw_options; // key, value text
+  PassArgs args;                                                // typed by bind()
+  int position = 0;                                             // 1-based, after expansion
+  std::string via;                                              // named pipeline, if expanded
+
+  // `name{k=v,...}`, options in the order given.
+  [[nodiscard]] std::string text() const;
+  // "pass 'x' (position N)"
+  [[nodiscard]] std::string label() const;
+};
+
+// A recipe may waive a final invariant that its upstream original breaks, with the reason;
+// the build then warns instead of failing.
+struct Waiver {
+  std::string invariant;
+  std::string reason;
+};
+
+class Pipeline {
+public:
+  // Parses and expands named pipelines; throws qr::Error for bad syntax or unknown passes.
+  static Pipeline parse(std::string_view text);
+
+  // Types every pass's options (against the base config for `set`/`env`).
+  void bind(const Config& base, const Catalog& catalog);
+  // Throws when an ordering rule is broken, naming both passes, their positions and the fix.
+  void check_order() const;
+
+  [[nodiscard]] const std::vector<PassInvocation>& passes() const { return passes_; }
+  // Canonical one-line text (parses back to the same pipeline).
+  [[nodiscard]] std::string text() const;
+
+private:
+  std::vector<PassInvocation> passes_;
+};
+
+struct RunHooks {
+  // Called after each step that changed the config (`--print-after-all`).
+  std::function<void(const std::string& step, const Config&)> after_change;
+};
+
+// Runs the passes, then the overrides as the last step, checking invariants as it goes.
+void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrides,
+                  const std::vector<Waiver>& waivers, Config& config, const Catalog& catalog,
+                  const RunHooks& hooks = {});
+
+} // namespace qr
