@@ -19,6 +19,12 @@ public:
         return std::string(f.contents);
     throw Error("built-in recipes have no file '" + path + "'");
   }
+  std::shared_ptr<YamlDoc> parse(const std::string& path) const override {
+    for (const EmbeddedFile& f : embedded_files())
+      if (f.path == path)
+        return deserialize_yaml_doc(f.tree, describe(path));
+    throw Error("built-in recipes have no file '" + path + "'");
+  }
   std::vector<std::string> list(const std::string& dir) const override {
     std::vector<std::string> out;
     const std::string prefix = dir + "/";
@@ -44,6 +50,9 @@ public:
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+  }
+  std::shared_ptr<YamlDoc> parse(const std::string& path) const override {
+    return read_yaml_file(dir_ + "/" + path);
   }
   std::vector<std::string> list(const std::string& dir) const override {
     std::vector<std::string> out;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "config/yaml_read.h"
+
 namespace qr {
 
 class DataSource {
@@ -13,6 +15,8 @@ public:
   virtual ~DataSource() = default;
   // Contents of `path` (relative to recipes/, e.g. "schema/train.yaml"); throws qr::Error.
   [[nodiscard]] virtual std::string read(const std::string& path) const = 0;
+  // The parsed document; throws qr::Error naming the file, line and column.
+  [[nodiscard]] virtual std::shared_ptr<YamlDoc> parse(const std::string& path) const = 0;
   // Files directly under `dir` ending in `.yaml`, sorted.
   [[nodiscard]] virtual std::vector<std::string> list(const std::string& dir) const = 0;
   // How to name this source in messages ("built-in recipes", or the directory).

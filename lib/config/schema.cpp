@@ -1,6 +1,7 @@
 #include "config/schema.h"
 
 #include "config/error.h"
+#include "config/scalars.h"
 #include "config/suggest.h"
 
 #include <algorithm>
@@ -246,43 +247,9 @@ const std::set<std::string>& bool_false() {
   return s;
 }
 
-std::optional<std::int64_t> parse_int(const std::string& text) {
-  static const std::regex dec("[-+]?(0|[1-9][0-9_]*)");
-  if (!std::regex_match(text, dec))
-    return std::nullopt;
-  std::string s;
-  for (char c : text)
-    if (c != '_' && c != '+')
-      s += c;
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size())
-    return std::nullopt;
-  return v;
-}
+std::optional<std::int64_t> parse_int(const std::string& text) { return parse_decimal_int(text); }
 
-std::optional<double> parse_float(const std::string& text) {
-  static const std::regex num("[-+]?(([0-9][0-9_]*)(\\.[0-9_]*)?|\\.[0-9_]+)([eE][-+]?[0-9]+)?");
-  static const std::regex inf("[-+]?\\.?(inf|Inf|INF)");
-  static const std::regex nan("\\.?(nan|NaN|NAN)");
-  if (std::regex_match(text, inf))
-    return text[0] == '-' ? -INFINITY : INFINITY;
-  if (std::regex_match(text, nan))
-    return NAN;
-  if (!std::regex_match(text, num))
-    return std::nullopt;
-  std::string s;
-  for (char c : text)
-    if (c != '_')
-      s += c;
-  if (s[0] == '+')
-    s.erase(0, 1);
-  double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size())
-    return std::nullopt;
-  return v;
-}
+std::optional<double> parse_float(const std::string& text) { return parse_float_text(text); }
 
 const std::vector<std::string>& torch_dtypes() {
   static const std::vector<std::string> names{
@@ -303,7 +270,7 @@ std::shared_ptr<const Schema> Schema::load(const DataSource& data) {
 
   std::vector<std::shared_ptr<YamlDoc>> docs; // keep nodes alive until defaults are typed
   auto load_doc = [&](const std::string& path) -> const YamlDoc& {
-    docs.push_back(parse_yaml(data.read(path), data.describe(path)));
+    docs.push_back(data.parse(path));
     if (docs.back()->root->kind != YamlNode::Kind::Mapping)
       throw Error(data.describe(path) + ": expected a mapping");
     return *docs.back();
@@ -810,9 +777,21 @@ std::string Schema::check(const Value& v, const Type& type, std::string_view pro
   case Type::Kind::Any:
     return {};
   case Type::Kind::Union:
-    for (const TypePtr& alt : type.alts)
-      if (check(v, *alt, profile).empty())
+    // Cheap shape test first: only alternatives that could hold this kind of value are checked.
+    for (const TypePtr& alt : type.alts) {
+      const Type::Kind k = alt->kind;
+      const bool could = k == Type::Kind::Any || (v.is_null() && k == Type::Kind::Null) ||
+                         (v.is_bool() && k == Type::Kind::Bool) ||
+                         (v.is_int() && (k == Type::Kind::Int || k == Type::Kind::Float)) ||
+                         (v.is_float() && k == Type::Kind::Float) ||
+                         (v.is_str() && (k == Type::Kind::Str || k == Type::Kind::Literal)) ||
+                         (v.is_list() && k == Type::Kind::List) ||
+                         (v.is_map() && (k == Type::Kind::Map || k == Type::Kind::Enum ||
+                                         k == Type::Kind::Dtype || k == Type::Kind::Callable ||
+                                         k == Type::Kind::Section));
+      if (could && check(v, *alt, profile).empty())
         return {};
+    }
     return expected();
   case Type::Kind::Null:
     return v.is_null() ? "" : expected();

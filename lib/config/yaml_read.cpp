@@ -1,8 +1,10 @@
 #include "config/yaml_read.h"
 
 #include "config/error.h"
+#include "config/scalars.h"
 #include "config/utf8.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -121,9 +123,7 @@ std::string mark_text(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
-bool matches(const std::string& text, const char* pattern) {
-  return std::regex_match(text, std::regex(pattern, std::regex::ECMAScript));
-}
+bool matches(const std::string& text, const std::regex& re) { return std::regex_match(text, re); }
 
 } // namespace
 
@@ -211,6 +211,100 @@ std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimit
   return parse_yaml(text, path, limits);
 }
 
+// Format: "<count> <root>\n", then per node "<kind> <plain> <line> <col> <tag-len>:<tag>
+// <text-len>:<text> <n> <child>...\n" with kind N/S/L/M; a mapping lists key, value pairs.
+std::string serialize_yaml_doc(const YamlDoc& doc) {
+  std::map<const YamlNode*, std::size_t> index;
+  for (const YamlNode& n : doc.arena)
+    index.emplace(&n, index.size());
+  std::string out = std::to_string(doc.arena.size()) + " " + std::to_string(index.at(doc.root)) + "\n";
+  for (const YamlNode& n : doc.arena) {
+    static constexpr char kinds[] = {'N', 'S', 'L', 'M'};
+    out += kinds[static_cast<int>(n.kind)];
+    out += " " + std::to_string(n.plain ? 1 : 0) + " " + std::to_string(n.line) + " " +
+           std::to_string(n.column) + " " + std::to_string(n.tag.size()) + ":" + n.tag + " " +
+           std::to_string(n.text.size()) + ":" + n.text;
+    std::vector<std::size_t> children;
+    for (const YamlNode* c : n.items)
+      children.push_back(index.at(c));
+    for (const auto& [k, v] : n.entries) {
+      children.push_back(index.at(k));
+      children.push_back(index.at(v));
+    }
+    out += " " + std::to_string(children.size());
+    for (std::size_t c : children)
+      out += " " + std::to_string(c);
+    out += "\n";
+  }
+  return out;
+}
+
+std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::string& source) {
+  std::size_t pos = 0;
+  auto fail = [&]() -> Error { return Error(source + ": corrupt embedded data at byte " + std::to_string(pos)); };
+  auto number = [&]() -> std::size_t {
+    while (pos < data.size() && (data[pos] == ' ' || data[pos] == '\n'))
+      ++pos;
+    std::size_t v = 0;
+    auto [p, ec] = std::from_chars(data.data() + pos, data.data() + data.size(), v);
+    if (ec != std::errc())
+      throw fail();
+    pos = static_cast<std::size_t>(p - data.data());
+    return v;
+  };
+  auto text = [&]() -> std::string {
+    const std::size_t len = number();
+    if (pos >= data.size() || data[pos] != ':' || pos + 1 + len > data.size())
+      throw fail();
+    std::string t(data.substr(pos + 1, len));
+    pos += 1 + len;
+    return t;
+  };
+  auto doc = std::make_shared<YamlDoc>();
+  doc->source = source;
+  const std::size_t count = number();
+  const std::size_t root = number();
+  doc->arena.resize(count);
+  std::vector<std::vector<std::size_t>> children(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    while (pos < data.size() && (data[pos] == ' ' || data[pos] == '\n'))
+      ++pos;
+    if (pos >= data.size())
+      throw fail();
+    YamlNode& n = doc->arena[i];
+    switch (data[pos++]) {
+    case 'N': n.kind = YamlNode::Kind::Null; break;
+    case 'S': n.kind = YamlNode::Kind::Scalar; break;
+    case 'L': n.kind = YamlNode::Kind::Sequence; break;
+    case 'M': n.kind = YamlNode::Kind::Mapping; break;
+    default: throw fail();
+    }
+    n.plain = number() == 1;
+    n.line = static_cast<int>(number());
+    n.column = static_cast<int>(number());
+    n.tag = text();
+    n.text = text();
+    children[i].resize(number());
+    for (std::size_t& c : children[i])
+      if ((c = number()) >= count)
+        throw fail();
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    YamlNode& n = doc->arena[i];
+    const auto& c = children[i];
+    if (n.kind == YamlNode::Kind::Sequence)
+      for (std::size_t k : c)
+        n.items.push_back(&doc->arena[k]);
+    else
+      for (std::size_t k = 0; k + 1 < c.size(); k += 2)
+        n.entries.emplace_back(&doc->arena[c[k]], &doc->arena[c[k + 1]]);
+  }
+  if (root >= count)
+    throw fail();
+  doc->root = &doc->arena[root];
+  return doc;
+}
+
 Value resolve_plain_scalar(const std::string& t) {
   if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL")
     return Null{};
@@ -225,18 +319,12 @@ Value resolve_plain_scalar(const std::string& t) {
   const char c0 = t[0];
   if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
     return t;
-  if (matches(t, "[-+]?(0|[1-9][0-9_]*)")) {
-    std::string digits;
-    for (char c : t)
-      if (c != '_' && c != '+')
-        digits += c;
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (ec == std::errc() && p == digits.data() + digits.size())
-      return v;
-    return std::stod(digits); // beyond int64: Python would keep an int; a float is the closest
-  }
-  if (matches(t, "[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?0x[0-9a-fA-F_]+")) {
+  static const std::regex other_int("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?0x[0-9a-fA-F_]+");
+  if (auto v = parse_decimal_int(t))
+    return *v;
+  if (is_decimal_int_text(t))
+    return *parse_float_text(t); // beyond int64: Python keeps an int; a float is the closest
+  if (matches(t, other_int)) {
     std::string s;
     for (char c : t)
       if (c != '_')
@@ -256,23 +344,8 @@ Value resolve_plain_scalar(const std::string& t) {
     std::from_chars(s.data(), s.data() + s.size(), v, base);
     return neg ? -v : v;
   }
-  if (matches(t, "[-+]?\\.(inf|Inf|INF)"))
-    return t[0] == '-' ? -INFINITY : INFINITY;
-  if (matches(t, "\\.(nan|NaN|NAN)"))
-    return NAN;
-  if (matches(t,
-              "[-+]?([0-9][0-9_]*)\\.[0-9_]*([eE][-+][0-9]+)?|\\.[0-9][0-9_]*([eE][-+][0-9]+)?")) {
-    std::string s;
-    for (char c : t)
-      if (c != '_')
-        s += c;
-    if (s[0] == '+')
-      s.erase(0, 1); // from_chars takes no leading '+'
-    double v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && p == s.data() + s.size())
-      return v;
-  }
+  if (is_pyyaml_float(t))
+    return *parse_float_text(t);
   return t; // sexagesimal numbers and timestamps stay text
 }
 

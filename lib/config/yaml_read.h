@@ -50,6 +50,11 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
 // Reads and parses a file; errors for missing, unreadable, non-regular or oversized files.
 std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits = {});
 
+// A compact, exact form of a parsed document (nodes, styles, tags, positions), so that the
+// recipe data compiled into the binary needs no YAML parsing at start-up.
+std::string serialize_yaml_doc(const YamlDoc& doc);
+std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::string& source);
+
 // Converts without a schema, resolving plain scalars as PyYAML's safe_load does (YAML 1.1:
 // `yes` is true, `1e-5` is a string, `1.0e-05` a float). Duplicate keys are errors.
 Value to_untyped_value(const YamlDoc& doc, const YamlNode& node);

@@ -103,7 +103,7 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
   c.data_ = data;
   c.schema_ = schema;
   auto load_doc = [&](const std::string& path) {
-    auto doc = parse_yaml(data->read(path), data->describe(path));
+    auto doc = data->parse(path);
     if (doc->root->kind != YamlNode::Kind::Mapping)
       throw Error(doc->source + ": expected a mapping");
     return doc;
