@@ -2,11 +2,11 @@
 // the binary, or a directory given at run time (for editing recipes without rebuilding).
 #pragma once
 
+#include "config/yaml_read.h"
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "config/yaml_read.h"
 
 namespace qr {
 

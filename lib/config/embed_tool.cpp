@@ -1,13 +1,13 @@
 // Build-time tool: compiles recipes/ into a C++ source (each file's text and its parsed tree),
 // so that the binary carries its data and starts without parsing YAML.
 // Usage: qr-embed RECIPES_DIR OUT.cpp FILE...   (FILE relative to RECIPES_DIR)
+#include "config/error.h"
+#include "config/yaml_read.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "config/error.h"
-#include "config/yaml_read.h"
 
 namespace {
 
@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
       out += "    {\"" + rel + "\",\n     " + raw_literal(text, rel) + ",\n     " +
              raw_literal(qr::serialize_yaml_doc(*doc), rel) + "},\n";
     }
-    out += "};\n} // namespace\n\nstd::span<const EmbeddedFile> embedded_files() { return kFiles; }\n"
-           "\n} // namespace qr\n";
+    out +=
+        "};\n} // namespace\n\nstd::span<const EmbeddedFile> embedded_files() { return kFiles; }\n"
+        "\n} // namespace qr\n";
     const std::string tmp = std::string(argv[2]) + ".tmp";
     std::ofstream(tmp, std::ios::binary) << out;
     if (std::rename(tmp.c_str(), argv[2]) != 0)

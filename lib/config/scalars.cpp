@@ -7,7 +7,9 @@
 namespace qr {
 namespace {
 
-bool digit(char c) { return c >= '0' && c <= '9'; }
+bool digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Consumes [0-9_]* starting with a digit; returns false if none.
 bool digits(std::string_view s, std::size_t& i) {
@@ -27,7 +29,8 @@ std::string without_underscores(std::string_view s) {
   return out;
 }
 
-bool word(std::string_view s, std::string_view lower, std::string_view title, std::string_view upper) {
+bool word(std::string_view s, std::string_view lower, std::string_view title,
+          std::string_view upper) {
   return s == lower || s == title || s == upper;
 }
 

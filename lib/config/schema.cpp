@@ -247,9 +247,13 @@ const std::set<std::string>& bool_false() {
   return s;
 }
 
-std::optional<std::int64_t> parse_int(const std::string& text) { return parse_decimal_int(text); }
+std::optional<std::int64_t> parse_int(const std::string& text) {
+  return parse_decimal_int(text);
+}
 
-std::optional<double> parse_float(const std::string& text) { return parse_float_text(text); }
+std::optional<double> parse_float(const std::string& text) {
+  return parse_float_text(text);
+}
 
 const std::vector<std::string>& torch_dtypes() {
   static const std::vector<std::string> names{
@@ -389,14 +393,8 @@ std::shared_ptr<const Schema> Schema::load(const DataSource& data) {
         f.default_value = Map{};
         continue;
       }
-      TypingContext ctx{p.doc, s.default_profile_, true};
-      // Python keeps an int default on a float field (`initial_loss_scale: float = 2**32`), and
-      // Megatron-Bridge writes it as an int; overrides, through OmegaConf, give floats.
-      if (d->kind == YamlNode::Kind::Scalar && d->plain && parse_int(d->text) &&
-          f.type->find(Type::Kind::Float) != nullptr && f.type->find(Type::Kind::Int) == nullptr) {
-        f.default_value = *parse_int(d->text);
-        continue;
-      }
+      // `initial_loss_scale: float = 2**32` keeps its int default.
+      TypingContext ctx{p.doc, s.default_profile_, true, true};
       f.default_value = s.coerce(*d, *f.type, p.cls->name + "." + f.name, ctx);
     }
   }
@@ -625,6 +623,9 @@ Value Schema::coerce_scalar(const YamlNode& node, const Type& type, const std::s
     }
     throw fail();
   case Type::Kind::Float:
+    if (ctx.ints_stay_ints && node.plain)
+      if (auto i = parse_int(t))
+        return *i;
     if (auto v = parse_float(t))
       return *v;
     throw fail();
@@ -780,15 +781,15 @@ std::string Schema::check(const Value& v, const Type& type, std::string_view pro
     // Cheap shape test first: only alternatives that could hold this kind of value are checked.
     for (const TypePtr& alt : type.alts) {
       const Type::Kind k = alt->kind;
-      const bool could = k == Type::Kind::Any || (v.is_null() && k == Type::Kind::Null) ||
-                         (v.is_bool() && k == Type::Kind::Bool) ||
-                         (v.is_int() && (k == Type::Kind::Int || k == Type::Kind::Float)) ||
-                         (v.is_float() && k == Type::Kind::Float) ||
-                         (v.is_str() && (k == Type::Kind::Str || k == Type::Kind::Literal)) ||
-                         (v.is_list() && k == Type::Kind::List) ||
-                         (v.is_map() && (k == Type::Kind::Map || k == Type::Kind::Enum ||
-                                         k == Type::Kind::Dtype || k == Type::Kind::Callable ||
-                                         k == Type::Kind::Section));
+      const bool could =
+          k == Type::Kind::Any || (v.is_null() && k == Type::Kind::Null) ||
+          (v.is_bool() && k == Type::Kind::Bool) ||
+          (v.is_int() && (k == Type::Kind::Int || k == Type::Kind::Float)) ||
+          (v.is_float() && k == Type::Kind::Float) ||
+          (v.is_str() && (k == Type::Kind::Str || k == Type::Kind::Literal)) ||
+          (v.is_list() && k == Type::Kind::List) ||
+          (v.is_map() && (k == Type::Kind::Map || k == Type::Kind::Enum || k == Type::Kind::Dtype ||
+                          k == Type::Kind::Callable || k == Type::Kind::Section));
       if (could && check(v, *alt, profile).empty())
         return {};
     }

@@ -99,6 +99,9 @@ struct TypingContext {
   const YamlDoc* doc = nullptr;
   std::string profile;
   bool fill_defaults = true; // sections: missing fields take their class defaults
+  // A plain int in a float field stays an int, as when Python builds a dataclass from YAML (and
+  // Megatron-Bridge then writes it back as an int). Overrides go through OmegaConf: floats.
+  bool ints_stay_ints = false;
 };
 
 class Schema {

@@ -123,7 +123,9 @@ std::string mark_text(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
-bool matches(const std::string& text, const std::regex& re) { return std::regex_match(text, re); }
+bool matches(const std::string& text, const std::regex& re) {
+  return std::regex_match(text, re);
+}
 
 } // namespace
 
@@ -217,7 +219,8 @@ std::string serialize_yaml_doc(const YamlDoc& doc) {
   std::map<const YamlNode*, std::size_t> index;
   for (const YamlNode& n : doc.arena)
     index.emplace(&n, index.size());
-  std::string out = std::to_string(doc.arena.size()) + " " + std::to_string(index.at(doc.root)) + "\n";
+  std::string out =
+      std::to_string(doc.arena.size()) + " " + std::to_string(index.at(doc.root)) + "\n";
   for (const YamlNode& n : doc.arena) {
     static constexpr char kinds[] = {'N', 'S', 'L', 'M'};
     out += kinds[static_cast<int>(n.kind)];
@@ -241,7 +244,9 @@ std::string serialize_yaml_doc(const YamlDoc& doc) {
 
 std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::string& source) {
   std::size_t pos = 0;
-  auto fail = [&]() -> Error { return Error(source + ": corrupt embedded data at byte " + std::to_string(pos)); };
+  auto fail = [&]() -> Error {
+    return Error(source + ": corrupt embedded data at byte " + std::to_string(pos));
+  };
   auto number = [&]() -> std::size_t {
     while (pos < data.size() && (data[pos] == ' ' || data[pos] == '\n'))
       ++pos;
@@ -273,11 +278,20 @@ std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::
       throw fail();
     YamlNode& n = doc->arena[i];
     switch (data[pos++]) {
-    case 'N': n.kind = YamlNode::Kind::Null; break;
-    case 'S': n.kind = YamlNode::Kind::Scalar; break;
-    case 'L': n.kind = YamlNode::Kind::Sequence; break;
-    case 'M': n.kind = YamlNode::Kind::Mapping; break;
-    default: throw fail();
+    case 'N':
+      n.kind = YamlNode::Kind::Null;
+      break;
+    case 'S':
+      n.kind = YamlNode::Kind::Scalar;
+      break;
+    case 'L':
+      n.kind = YamlNode::Kind::Sequence;
+      break;
+    case 'M':
+      n.kind = YamlNode::Kind::Mapping;
+      break;
+    default:
+      throw fail();
     }
     n.plain = number() == 1;
     n.line = static_cast<int>(number());

@@ -478,9 +478,9 @@ void flow(const Value& v, std::string& out) {
 bool plain_text_is_ambiguous(const std::string& text) {
   // Words (bool and null spellings) by look-up; only number- and date-like text needs the regex.
   static const std::set<std::string_view> words{
-      "",     "~",    "<<",   "=",    "null", "Null",  "NULL",  "yes",   "Yes",   "YES", "no",
-      "No",   "NO",   "true", "True", "TRUE", "false", "False", "FALSE", "on",    "On",  "ON",
-      "off",  "Off",  "OFF"};
+      "",      "~",  "<<", "=",  "null", "Null", "NULL", "yes",   "Yes",
+      "YES",   "no", "No", "NO", "true", "True", "TRUE", "false", "False",
+      "FALSE", "on", "On", "ON", "off",  "Off",  "OFF"};
   if (words.count(text))
     return true;
   if (std::string_view("0123456789+-.").find(text[0]) == std::string_view::npos)

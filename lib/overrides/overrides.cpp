@@ -14,12 +14,16 @@ std::string quoted(std::string_view token) {
 
 // Types the override's value for the field it lands in.
 Value typed_value(const Config& config, const Override& o, const Type& type) {
+  // `key=` is the empty string, as in Hydra.
+  if (o.value.empty()) {
+    if (type.find(Type::Kind::Str) != nullptr || type.kind == Type::Kind::Any)
+      return std::string{};
+    throw Error(quoted(o.token) + ": '" + o.key + "' is " + type.text +
+                ", not a string; give a value (or null)");
+  }
   auto doc = parse_yaml(o.value, quoted(o.token));
   doc->has_positions = false;
   TypingContext ctx{doc.get(), config.profile(), true};
-  // `key=` is the empty string, as in Hydra.
-  if (o.value.empty() && (type.find(Type::Kind::Str) != nullptr || type.kind == Type::Kind::Any))
-    return std::string{};
   return config.schema().coerce(*doc->root, type, o.key, ctx);
 }
 

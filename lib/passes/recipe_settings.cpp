@@ -86,6 +86,35 @@ void run_set(PassContext& ctx) {
     ctx.set(path, value);
 }
 
+// set-if-field{...}: like set, but a path that is no field in this Megatron-Core profile is
+// skipped with a note, as upstream's `hasattr` guards do.
+PassArgs bind_set_if_field(const std::vector<std::pair<std::string, std::string>>& raw,
+                           const Config& base, const Catalog& catalog) {
+  std::vector<std::pair<std::string, std::string>> present;
+  for (const auto& [key, text] : raw) {
+    std::string why;
+    if (base.resolve(key, &why))
+      present.emplace_back(key, text);
+    else if (why.find("not a field in Megatron-Core profile") == std::string::npos)
+      throw Error("pass 'set-if-field': " + why);
+  }
+  PassArgs args = bind_set(present, base, catalog);
+  for (const auto& [key, text] : raw)
+    if (!args.has(key))
+      args.set(key, Null{}); // marks a skipped key; run() leaves it out
+  return args;
+}
+
+void run_set_if_field(PassContext& ctx) {
+  for (const auto& [path, value] : ctx.args().items()) {
+    if (ctx.config().has_field(path))
+      ctx.set(path, value);
+    else
+      ctx.note(path + " is no field in Megatron-Core profile '" + ctx.config().profile() +
+               "'; left unset");
+  }
+}
+
 // env{presets=[perf,hybridep],NAME=value,...}: env_vars replaced wholesale by the common
 // variables, then each preset in order, then the variables given.
 PassArgs bind_env(const std::vector<std::pair<std::string, std::string>>& raw, const Config& base,
@@ -193,6 +222,17 @@ const PassInfo kSetPass{
     .run = run_set,
     .description = "Writes each `path=value` option, typed by the schema (unknown paths and wrong "
                    "types fail before the pipeline runs). For a recipe's own one-off settings.",
+};
+
+const PassInfo kSetIfFieldPass{
+    .name = "set-if-field",
+    .summary = "set config fields where this Megatron-Core profile has them, skip the rest",
+    .bind_free_options = bind_set_if_field,
+    .run = run_set_if_field,
+    .description = "Like `set`, for fields that only newer Megatron-Core has: a path that is no "
+                   "field in the profile is left out with a note, never invented (upstream sets "
+                   "such attributes behind `hasattr` checks, or as dead attributes that "
+                   "Megatron-Bridge never serializes). Unknown paths are still errors.",
 };
 
 const PassInfo kEnvPass{

@@ -26,6 +26,7 @@ const std::vector<const PassInfo*>& pass_registry() {
       &kFusedGroupedMlpPass,
       &kQwen35Vl35bH100ExecPass,
       &kSetPass,
+      &kSetIfFieldPass,
       &kEnvPass,
   };
   return passes;

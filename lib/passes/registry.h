@@ -31,6 +31,7 @@ extern const PassInfo kNcclepPass;
 extern const PassInfo kFusedGroupedMlpPass;
 extern const PassInfo kQwen35Vl35bH100ExecPass;
 extern const PassInfo kSetPass;
+extern const PassInfo kSetIfFieldPass;
 extern const PassInfo kEnvPass;
 
 const std::vector<const PassInfo*>& pass_registry();

@@ -314,7 +314,7 @@ Value Catalog::base_config(const ModelInfo& m, std::string_view profile) const {
   Value root = schema_->instantiate(schema_->root(), profile);
   for (const std::string& b : m.bases) {
     const YamlDoc& layer = *model_layers_.at(b);
-    TypingContext ctx{&layer, std::string(profile), true};
+    TypingContext ctx{&layer, std::string(profile), true, true};
     schema_->overlay(root, *layer.root, "", ctx);
   }
   if (root.as_map().find("model") == nullptr)
@@ -327,7 +327,7 @@ Value Catalog::base_from_file(const std::string& path, std::string_view profile)
   if (doc->root->kind != YamlNode::Kind::Mapping)
     throw Error(doc->where(*doc->root) + ": expected a mapping (a Megatron-Bridge config)");
   Value root = schema_->instantiate(schema_->root(), profile);
-  TypingContext ctx{doc.get(), std::string(profile), true};
+  TypingContext ctx{doc.get(), std::string(profile), true, true};
   schema_->overlay(root, *doc->root, "", ctx);
   if (root.as_map().find("model") == nullptr)
     throw Error(path + ": no 'model' section; a base config needs model._target_ and its fields");

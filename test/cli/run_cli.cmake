@@ -1,0 +1,28 @@
+# One CLI behaviour check, run by CTest:
+#   cmake -DBIN=... -DARGS="a|b|c" -DRC=2 [-DSTDOUT_EMPTY=1] [-DSTDOUT_REGEX=...]
+#         [-DSTDERR_REGEX=...] [-DNO_FILE=path] [-DWORKDIR=dir] -P run_cli.cmake
+string(REPLACE "|" ";" args "${ARGS}")
+if(WORKDIR)
+  file(MAKE_DIRECTORY "${WORKDIR}")
+endif()
+execute_process(COMMAND "${BIN}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                WORKING_DIRECTORY "${WORKDIR}")
+set(what "qwen-recipe ${ARGS}\n--- stdout ---\n${out}\n--- stderr ---\n${err}")
+if(NOT rc STREQUAL "${RC}")
+  message(FATAL_ERROR "exit code ${rc}, expected ${RC}\n${what}")
+endif()
+if(STDOUT_EMPTY AND NOT out STREQUAL "")
+  message(FATAL_ERROR "expected nothing on stdout\n${what}")
+endif()
+if(STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT_REGEX}'\n${what}")
+endif()
+if(STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
+  message(FATAL_ERROR "stderr does not match '${STDERR_REGEX}'\n${what}")
+endif()
+if(NO_FILE)
+  file(GLOB leftovers "${NO_FILE}*")
+  if(leftovers)
+    message(FATAL_ERROR "left files behind: ${leftovers}\n${what}")
+  endif()
+endif()

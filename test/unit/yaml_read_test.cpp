@@ -1,0 +1,86 @@
+// YAML input: PyYAML's resolution for untyped values, and clear errors for bad documents.
+#include "config/error.h"
+#include "config/yaml_read.h"
+#include "config/yaml_write.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+using namespace qr;
+
+namespace {
+
+Value load(const std::string& text) {
+  auto doc = parse_yaml(text, "in.yaml");
+  return to_untyped_value(*doc, *doc->root);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    load(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+} // namespace
+
+TEST_CASE("plain scalars resolve as PyYAML's safe_load does (YAML 1.1)") {
+  CHECK(resolve_plain_scalar("yes") == Value(true));
+  CHECK(resolve_plain_scalar("Off") == Value(false));
+  CHECK(resolve_plain_scalar("~").is_null());
+  CHECK(resolve_plain_scalar("").is_null());
+  CHECK(resolve_plain_scalar("42") == Value(42));
+  CHECK(resolve_plain_scalar("-7") == Value(-7));
+  CHECK(resolve_plain_scalar("1_000") == Value(1000));
+  CHECK(resolve_plain_scalar("0x10") == Value(16));
+  CHECK(resolve_plain_scalar("010") == Value(8));
+  CHECK(resolve_plain_scalar("1.5") == Value(1.5));
+  CHECK(resolve_plain_scalar("1.0e-05") == Value(1e-5));
+  CHECK(resolve_plain_scalar(".inf") == Value(INFINITY));
+  // PyYAML's float needs a dot and a signed exponent: these stay text.
+  CHECK(resolve_plain_scalar("1e-5") == Value("1e-5"));
+  CHECK(resolve_plain_scalar("1e5") == Value("1e5"));
+  CHECK(resolve_plain_scalar("abc") == Value("abc"));
+}
+
+TEST_CASE("quoted scalars are strings and integer keys stay integers") {
+  const Value v = load("a: '1'\nb: \"yes\"\nc:\n  0: x\n");
+  CHECK(v.as_map().find("a")->as_str() == "1");
+  CHECK(v.as_map().find("b")->as_str() == "yes");
+  CHECK(to_yaml(v) == "a: '1'\nb: 'yes'\nc:\n  0: x\n");
+}
+
+TEST_CASE("bad documents fail with the file, line and column") {
+  CHECK_THAT(error_of("a: 1\na: 2\n"), Catch::Contains("in.yaml:2:1: duplicate key 'a'"));
+  CHECK_THAT(error_of("a: [1, 2\n"),
+             Catch::Contains("in.yaml:") && Catch::Contains("invalid YAML"));
+  CHECK_THAT(error_of("a: 1\n---\nb: 2\n"), Catch::Contains("more than one YAML document"));
+  CHECK_THAT(error_of(""), Catch::Contains("empty document"));
+  CHECK_THAT(error_of("a: !!python/object:os.system x\n"), Catch::Contains("unsupported YAML tag"));
+  CHECK_THAT(error_of("a: \xff\n"), Catch::Contains("invalid UTF-8 at byte 3"));
+}
+
+TEST_CASE("an alias bomb is refused, not expanded") {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 12; ++i)
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) +
+            ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+  CHECK_THAT(error_of(bomb), Catch::Contains("expands to too many nodes"));
+}
+
+TEST_CASE("nesting thousands deep is refused") {
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  CHECK_THAT(error_of(deep), Catch::Contains("nesting deeper than"));
+}
+
+TEST_CASE("the compact serialized form gives back the same document") {
+  const std::string text = "a: &x\n  b: [1, '2', null]\n  c: \"q\"\nd: *x\ne: !!str 5\n";
+  auto doc = parse_yaml(text, "in.yaml");
+  auto copy = deserialize_yaml_doc(serialize_yaml_doc(*doc), "in.yaml");
+  CHECK(to_untyped_value(*copy, *copy->root) == to_untyped_value(*doc, *doc->root));
+  CHECK(copy->root->entries[1].first->line == 4);
+  CHECK(copy->root->entries[1].first->column == 1);
+}

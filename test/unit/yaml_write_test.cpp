@@ -1,0 +1,127 @@
+// The emitter writes what PyYAML's safe_dump(default_flow_style=False) writes.
+#include "config/yaml_read.h"
+#include "config/yaml_write.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+using namespace qr;
+
+namespace {
+
+std::string dump(const std::string& key, Value v) {
+  Map m;
+  m.set(key, std::move(v));
+  return to_yaml(m);
+}
+
+} // namespace
+
+TEST_CASE("floats are written as Python's repr, with .0 before a bare exponent") {
+  CHECK(format_float(0.1) == "0.1");
+  CHECK(format_float(1e-5) == "1.0e-05");
+  CHECK(format_float(3e-5) == "3.0e-05");
+  CHECK(format_float(1.5e-5) == "1.5e-05");
+  CHECK(format_float(0.0001) == "0.0001");
+  CHECK(format_float(0.001) == "0.001");
+  CHECK(format_float(1e7) == "10000000.0");
+  CHECK(format_float(1e16) == "1.0e+16");
+  CHECK(format_float(1234567890123456.0) == "1234567890123456.0");
+  CHECK(format_float(-0.0) == "-0.0");
+  CHECK(format_float(0.0) == "0.0");
+  CHECK(format_float(2.5) == "2.5");
+  CHECK(format_float(1e-8) == "1.0e-08");
+  CHECK(format_float(0.033) == "0.033");
+  CHECK(format_float(1.0 / 3.0) == "0.3333333333333333");
+  CHECK(format_float(INFINITY) == ".inf");
+  CHECK(format_float(-INFINITY) == "-.inf");
+  CHECK(format_float(NAN) == ".nan");
+}
+
+TEST_CASE("strings are quoted exactly where a YAML reader would misread them") {
+  CHECK(dump("k", "plain text") == "k: plain text\n");
+  CHECK(dump("k", "expandable_segments:True") == "k: expandable_segments:True\n");
+  CHECK(dump("k", "/nemo_run/snapshot.pickle") == "k: /nemo_run/snapshot.pickle\n");
+  CHECK(dump("k", "") == "k: ''\n");
+  CHECK(dump("k", "yes") == "k: 'yes'\n");
+  CHECK(dump("k", "null") == "k: 'null'\n");
+  CHECK(dump("k", "1") == "k: '1'\n");
+  CHECK(dump("k", "1_0") == "k: '1_0'\n");
+  CHECK(dump("k", "0x1F") == "k: '0x1F'\n");
+  CHECK(dump("k", "1.5") == "k: '1.5'\n");
+  CHECK(dump("k", "2001-01-01") == "k: '2001-01-01'\n");
+  // PyYAML reads 1e-5 as a string but OmegaConf as a float: quoted so both agree.
+  CHECK(dump("k", "1e-5") == "k: '1e-5'\n");
+  CHECK(dump("k", ":") == "k: ':'\n");
+  CHECK(dump("k", "a: b") == "k: 'a: b'\n");
+  CHECK(dump("k", "#x") == "k: '#x'\n");
+  CHECK(dump("k", "a #b") == "k: 'a #b'\n");
+  CHECK(dump("k", "- a") == "k: '- a'\n");
+  CHECK(dump("k", " lead") == "k: ' lead'\n");
+  CHECK(dump("k", "it's") == "k: it's\n");
+  CHECK(dump("k", "'q'") == "k: '''q'''\n");
+  CHECK(dump("k", "a\tb") == "k: \"a\\tb\"\n");
+  CHECK(dump("k", "caf\xc3\xa9") == "k: \"caf\\xE9\"\n");
+  CHECK(dump("k", "line1\nline2") == "k: 'line1\n\n  line2'\n");
+}
+
+TEST_CASE("long plain and quoted scalars fold at column 80 like PyYAML") {
+  std::string words;
+  for (int i = 0; i < 30; ++i)
+    words += (i ? " word" : "word") + std::to_string(i);
+  Map inner;
+  inner.set("key", words);
+  Map outer;
+  outer.set("a", inner);
+  CHECK(to_yaml(outer) ==
+        "a:\n  key: word0 word1 word2 word3 word4 word5 word6 word7 word8 word9 word10 word11 "
+        "word12\n    word13 word14 word15 word16 word17 word18 word19 word20 word21 word22 word23 "
+        "word24\n    word25 word26 word27 word28 word29\n");
+  std::string quoted = "a: ";
+  for (int i = 0; i < 50; ++i)
+    quoted += "b ";
+  // PyYAML 6.0: yaml.safe_dump({'q': 'a: ' + 'b ' * 50}, default_flow_style=False)
+  std::string first_line = "q: 'a:";
+  for (int i = 0; i < 38; ++i)
+    first_line += " b";
+  CHECK(dump("q", quoted) == first_line + "\n  b b b b b b b b b b b b '\n");
+}
+
+TEST_CASE("block layout: sorted keys, indentless lists, enums as maps, empty collections") {
+  Map enum_value;
+  enum_value.set("_target_", "megatron.core.transformer.enums.CudaGraphModule");
+  enum_value.set("_name_", "attn");
+  enum_value.set("_call_", true);
+  enum_value.set("_args_", List{Value(1)});
+  Map m;
+  m.set("zeta", List{});
+  m.set("alpha", Map{});
+  m.set("modules", List{enum_value});
+  m.set("_target_", "x.Y");
+  m.set("Upper", Null{});
+  Map labels;
+  labels.set(Key{"10", true}, "ten");
+  labels.set(Key{"2", true}, "two");
+  m.set("id2label", labels);
+  CHECK(to_yaml(m) == "Upper: null\n"
+                      "_target_: x.Y\n"
+                      "alpha: {}\n"
+                      "id2label:\n  2: two\n  10: ten\n"
+                      "modules:\n"
+                      "- _args_:\n  - 1\n  _call_: true\n  _name_: attn\n"
+                      "  _target_: megatron.core.transformer.enums.CudaGraphModule\n"
+                      "zeta: []\n");
+}
+
+TEST_CASE("reading then writing our own output gives the same bytes") {
+  const std::string text = "a:\n  b:\n  - 1\n  - 2.5\n  c: '1'\n  d: null\n  e: 1.0e-05\n"
+                           "f:\n- - x\n  - y\ng: {}\n";
+  auto doc = parse_yaml(text, "t.yaml");
+  CHECK(to_yaml(to_untyped_value(*doc, *doc->root)) == text);
+}
+
+TEST_CASE("flow text for messages and override values") {
+  CHECK(to_flow_yaml(List{Value("a"), Value(1), Value(true)}) == "[a, 1, true]");
+  CHECK(to_flow_yaml(Value("a,b")) == "'a,b'");
+  CHECK(to_flow_yaml(Value("1")) == "'1'");
+}
