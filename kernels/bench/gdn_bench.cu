@@ -5,6 +5,7 @@
 #include "harness.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -42,7 +43,7 @@ dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
   --check                  run only the correctness check against reference, no timing
   --tol X                  largest relative L2 error a backend may show (default 0.02)
   --initial-state          also feed an initial state and a final-state gradient
-  --no-l2norm              no q/k l2 normalisation inside the kernel
+  --no-l2norm              no q/k l2 normalisation inside the kernel (q, k drawn N(0, 1/D))
   --seed N                 input seed (default 1)
   --json FILE              also write the results as JSON
   --help                   this text
@@ -283,6 +284,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     InputSpec spec;
     spec.initial_state = spec.d_final_state = cfg.states;
     spec.seed = cfg.seed;
+    spec.qk_scale = cfg.l2norm ? 1.f : 1.f / std::sqrt(float(ns.shape.head_dim_k));
     err << "gdn-bench: " << label << ": preparing inputs\n";
     size_t ws = 0;
     for (const auto& b : backends)

@@ -88,8 +88,9 @@ std::string Problem::init(const Shape& s, const Options& o, const InputSpec& in)
   const size_t ns = size_t(s.batch) * s.value_heads * s.head_dim_k * s.head_dim_v;
   const uint64_t sd = in.seed * 1000;
   for (std::string e :
-       {fill<bf16>(q, nqk, sd + 1, Dist::normal, 1.f),
-        fill<bf16>(k, nqk, sd + 2, Dist::normal, 1.f), fill<bf16>(v, nv, sd + 3, Dist::normal, 1.f),
+       {fill<bf16>(q, nqk, sd + 1, Dist::normal, in.qk_scale),
+        fill<bf16>(k, nqk, sd + 2, Dist::normal, in.qk_scale),
+        fill<bf16>(v, nv, sd + 3, Dist::normal, 1.f),
         fill<float>(g, ng, sd + 4, Dist::log_sigmoid_normal, in.g_scale),
         fill<bf16>(beta, ng, sd + 5, Dist::sigmoid_uniform, 1.f),
         fill<bf16>(d_o, nv, sd + 6, Dist::normal, 1.f),

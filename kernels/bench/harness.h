@@ -36,7 +36,9 @@ enum class DType { bf16, f32 };
 struct InputSpec {
   bool initial_state = false;
   bool d_final_state = false;
-  float g_scale = 1.f; // g = g_scale * logsigmoid(N(0, 1)); g_scale 0 gives g = 0
+  float g_scale = 1.f;  // g = g_scale * logsigmoid(N(0, 1)); g_scale 0 gives g = 0
+  float qk_scale = 1.f; // q, k ~ N(0, qk_scale^2); without l2norm use about D^-0.5 so that
+                        // beta |k|^2 stays below 2 and the recurrence stays bounded
   uint64_t seed = 1;
 };
 

@@ -35,10 +35,10 @@ struct IntraSmem {
       bf16 t2[kC * kLdC]; // dA A^T
     } wy;
   } r;
-  float G[kC], gam[kC], el[kC], beta[kC];
-  float dG[kC], dB[kC], cl[kC], cw[kC]; // dG, dbeta and two row-dot partials
-  float rq[kC], rk[kC], dotq[kC], dotk[kC];
-  float s0dsl;
+  float G[kC], gam[kC], el[kC], beta[kC], rq[kC], rk[kC];
+  // per-warp partial sums: dG, dbeta, the two row dots with k (cl, cw), <S0, dSL> (slot 0 of
+  // each warp), and the l2-backward row dots of dq and dk
+  Parts dG, dB, cl, cw, s0dsl, dotq, dotk;
 };
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -56,7 +56,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
   cp_async_commit();
   if (tid < kC)
-    sm.dotq[tid] = sm.dotk[tid] = 0.f;
+    for (int w = 0; w < kThreads / 32; ++w)
+      sm.dotq[w][tid] = sm.dotk[w][tid] = 0.f;
   cp_async_wait<0>();
   __syncthreads();
   if (geo.l2) {
@@ -85,10 +86,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm.gam[tid] = __expf(G);
       sm.el[tid] = __expf(Gl - G);
       sm.beta[tid] = tid < L ? bfv(*in.beta.at(b, t0 + tid, h)) : 0.f;
-      sm.dG[tid] = sm.dB[tid] = sm.cl[tid] = sm.cw[tid] = 0.f;
+      for (int w = 0; w < kThreads / 32; ++w)
+        sm.dG[w][tid] = sm.dB[w][tid] = sm.cl[w][tid] = sm.cw[w][tid] = sm.s0dsl[w][tid] = 0.f;
     }
-    if (tid == 0)
-      sm.s0dsl = 0.f;
     cp_async_wait<0>();
     __syncthreads();
 
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       s = warp_sum(s);
       if ((tid & 31) == 0)
-        atomicAdd(&sm.s0dsl, s);
+        sm.s0dsl[warp][0] = s;
     }
     __syncthreads();
     // dw = -dnu S0^T, kept in the nu buffer
@@ -219,18 +219,20 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta
       const int lane = tid;
-      float d[2], cl_sum = 0.f;
+      float d[2], cl[2], cw[2], cl_sum = 0.f;
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int i = 2 * lane + e;
-        cl_sum += sm.cl[i];
-        d[e] = sm.dG[i] - sm.cl[i] + sm.beta[i] * sm.gam[i] * sm.cw[i];
+        cl[e] = sum_parts(sm.cl, i);
+        cw[e] = sum_parts(sm.cw, i);
+        cl_sum += cl[e];
+        d[e] = sum_parts(sm.dG, i) - cl[e] + sm.beta[i] * sm.gam[i] * cw[e];
       }
       cl_sum = warp_sum(cl_sum);
 #pragma unroll
       for (int e = 0; e < 2; ++e)
         if (2 * lane + e == L - 1)
-          d[e] += cl_sum + sm.gam[kC - 1] * sm.s0dsl;
+          d[e] += cl_sum + sm.gam[kC - 1] * sum_parts(sm.s0dsl, 0);
       float x = d[0] + d[1];
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
@@ -244,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int i = 2 * lane + e;
         if (i < L) {
           *dg_out.at(b, t0 + i, h) = dg[e];
-          *db_out.at(b, t0 + i, h) = __float2bfloat16(sm.dB[i] + sm.gam[i] * sm.cw[i]);
+          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + sm.gam[i] * cw[e]);
         }
       }
     }
@@ -258,11 +260,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
     dq.each([&](int r, int c, float& x) {
       const int i = m0 + r;
-      x = sm.rq[i] * (x - bfv(sm.q[i * kLdD + n0 + c]) * sm.dotq[i]);
+      x = sm.rq[i] * (x - bfv(sm.q[i * kLdD + n0 + c]) * sum_parts(sm.dotq, i));
     });
     dk.each([&](int r, int c, float& x) {
       const int i = m0 + r;
-      x = sm.rk[i] * (x - bfv(sm.k[i * kLdD + n0 + c]) * sm.dotk[i]);
+      x = sm.rk[i] * (x - bfv(sm.k[i * kLdD + n0 + c]) * sum_parts(sm.dotk, i));
     });
   }
   store_acc_bf16(dq, dq_out.at(b, t0 + m0, hk) + n0, dq_out.st, L - m0);

@@ -104,10 +104,22 @@ __device__ __forceinline__ void warp_cumsum64(const float* g, float* G) {
   G[2 * lane + 1] = x;
 }
 
-// out[row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
+// Per-warp partial sums: part[warp][i]. Each warp adds only to its own slot without atomics, and
+// sum_parts() adds the slots in a fixed order, so the results are bit-for-bit reproducible.
+using Parts = float[kThreads / 32][kC];
+
+__device__ __forceinline__ float sum_parts(const Parts& part, int i) {
+  float s = 0.f;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w)
+    s += part[w][i];
+  return s;
+}
+
+// part[warp][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
 template <int WM, int WN, class F>
-__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, float* out, F&& f) {
-  const int lane = threadIdx.x & 31;
+__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part, F&& f) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
 #pragma unroll
   for (int i = 0; i < Acc<WM, WN>::MI; ++i)
 #pragma unroll
@@ -121,14 +133,14 @@ __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, f
           s += f(row, n0 + 8 * j + 2 * (lane % 4) + e, acc.c[i][j][2 * hi + e]);
       s = quad_sum(s);
       if (lane % 4 == 0)
-        atomicAdd(out + row, s);
+        part[warp][row] += s;
     }
 }
 
-// out[col] += sum over the warp tile's rows of f(row, col, value).
+// part[warp][col] += sum over the warp tile's rows of f(row, col, value).
 template <int WM, int WN, class F>
-__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, float* out, F&& f) {
-  const int lane = threadIdx.x & 31;
+__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part, F&& f) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
 #pragma unroll
   for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
 #pragma unroll
@@ -142,7 +154,7 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, f
           s += f(m0 + 16 * i + lane / 4 + 8 * hi, col, acc.c[i][j][2 * hi + e]);
       s = column_sum(s);
       if (lane < 4)
-        atomicAdd(out + col, s);
+        part[warp][col] += s;
     }
 }
 

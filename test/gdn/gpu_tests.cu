@@ -121,6 +121,7 @@ void oracle_suite(const std::vector<Case>& cases,
     InputSpec in;
     in.initial_state = in.d_final_state = c.states;
     in.g_scale = c.g_scale;
+    in.qk_scale = c.l2 ? 1.f : 1.f / std::sqrt(128.f);
     in.seed = uint64_t(c.s.seq_len) * 7 + c.s.value_heads;
     if (!setup(p, c.s, o, in, bes))
       continue;
@@ -146,6 +147,7 @@ void agreement_suite(const std::vector<Case>& cases,
     InputSpec in;
     in.initial_state = in.d_final_state = c.states;
     in.g_scale = c.g_scale;
+    in.qk_scale = c.l2 ? 1.f : 1.f / std::sqrt(128.f);
     in.seed = uint64_t(c.s.seq_len) * 13 + c.s.key_heads;
     if (!setup(p, c.s, o, in, bes))
       continue;
