@@ -74,16 +74,37 @@ __device__ __forceinline__ void store_acc_bf16(Acc<WM, WN>& acc, bf16* dst, int6
       }
 }
 
-// Normalises the first `rows` rows (128 bf16 each) of a smem tile in place, one warp per row;
-// stores 1 / sqrt(|x|^2 + eps) per row in rstd when given. All threads of the CTA take part.
+// Normalises the first `rows` rows (128 bf16 each) of a 64-row smem tile in place; warp w owns
+// rows w, w + 8, ..., all loaded before the reductions so their latencies overlap. Stores
+// 1 / sqrt(|x|^2 + eps) per row in rstd when given. All threads of the CTA take part.
 __device__ __forceinline__ void normalize_rows(bf16* tile, int ld, int rows, float* rstd) {
+  constexpr int kPerWarp = kC / (kThreads / 32);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  for (int r = warp; r < rows; r += kThreads / 32) {
+  float2 x[kPerWarp][2];
+  float ss[kPerWarp];
+#pragma unroll
+  for (int i = 0; i < kPerWarp; ++i) {
+    const __nv_bfloat162* p =
+        reinterpret_cast<const __nv_bfloat162*>(tile + (warp + 8 * i) * ld + 4 * lane);
+    x[i][0] = __bfloat1622float2(p[0]);
+    x[i][1] = __bfloat1622float2(p[1]);
+    ss[i] = x[i][0].x * x[i][0].x + x[i][0].y * x[i][0].y + x[i][1].x * x[i][1].x +
+            x[i][1].y * x[i][1].y;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+    for (int i = 0; i < kPerWarp; ++i)
+      ss[i] += __shfl_xor_sync(0xffffffffu, ss[i], o);
+#pragma unroll
+  for (int i = 0; i < kPerWarp; ++i) {
+    const int r = warp + 8 * i;
+    if (r >= rows)
+      break;
+    const float rs = rsqrtf(ss[i] + kL2Eps);
     __nv_bfloat162* p = reinterpret_cast<__nv_bfloat162*>(tile + r * ld + 4 * lane);
-    float2 a = __bfloat1622float2(p[0]), b = __bfloat1622float2(p[1]);
-    const float rs = rsqrtf(warp_sum(a.x * a.x + a.y * a.y + b.x * b.x + b.y * b.y) + kL2Eps);
-    p[0] = __floats2bfloat162_rn(a.x * rs, a.y * rs);
-    p[1] = __floats2bfloat162_rn(b.x * rs, b.y * rs);
+    p[0] = __floats2bfloat162_rn(x[i][0].x * rs, x[i][0].y * rs);
+    p[1] = __floats2bfloat162_rn(x[i][1].x * rs, x[i][1].y * rs);
     if (rstd && lane == 0)
       rstd[r] = rs;
   }
@@ -105,7 +126,8 @@ __device__ __forceinline__ void warp_cumsum64(const float* g, float* G) {
 }
 
 // Per-warp partial sums: part[warp][i]. Each warp adds only to its own slot without atomics, and
-// sum_parts() adds the slots in a fixed order, so the results are bit-for-bit reproducible.
+// sum_parts() adds the slots in a fixed order, so the results are bit-for-bit reproducible. Row
+// and column sums reach a slot from different lanes, hence the __syncwarp() around each update.
 using Parts = float[kThreads / 32][kC];
 
 __device__ __forceinline__ float sum_parts(const Parts& part, int i) {
@@ -132,8 +154,10 @@ __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, P
         for (int e = 0; e < 2; ++e)
           s += f(row, n0 + 8 * j + 2 * (lane % 4) + e, acc.c[i][j][2 * hi + e]);
       s = quad_sum(s);
+      __syncwarp();
       if (lane % 4 == 0)
         part[warp][row] += s;
+      __syncwarp();
     }
 }
 
@@ -153,9 +177,38 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
         for (int hi = 0; hi < 2; ++hi)
           s += f(m0 + 16 * i + lane / 4 + 8 * hi, col, acc.c[i][j][2 * hi + e]);
       s = column_sum(s);
+      __syncwarp();
       if (lane < 4)
         part[warp][col] += s;
+      __syncwarp();
     }
+}
+
+// One doubling step of invert_unit_lower: for the off-diagonal blocks of size H at rows
+// [o + H, o + 2H), cols [o, o + H), block = -Y^-1 (L21 X^-1) with X^-1, Y^-1 already in Ainv.
+// Trip counts are compile-time (the zero triangles of X^-1 and Y^-1 add nothing) so loads pipeline.
+template <int H>
+__device__ __forceinline__ void invert_step(const float* Lf, const float* lscale, float* Ainv,
+                                            float* tmp) {
+  constexpr int kBlocks = kC / (2 * H), kPer = H * H;
+  __syncthreads();
+  for (int e = threadIdx.x; e < kBlocks * kPer; e += kThreads) { // tmp = L21 X^-1
+    const int b = e / kPer, i = (e % kPer) / H, j = e % H, o = 2 * H * b;
+    float s = 0.f;
+#pragma unroll
+    for (int m = 0; m < H; ++m)
+      s += Lf[(o + H + i) * kLdF + o + m] * Ainv[(o + m) * kLdF + o + j];
+    tmp[e] = lscale[o + H + i] * s;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kBlocks * kPer; e += kThreads) { // block = -Y^-1 tmp
+    const int b = e / kPer, i = (e % kPer) / H, j = e % H, o = 2 * H * b;
+    float s = 0.f;
+#pragma unroll
+    for (int m = 0; m < H; ++m)
+      s += Ainv[(o + H + i) * kLdF + o + H + m] * tmp[b * kPer + m * H + j];
+    Ainv[(o + H + i) * kLdF + o + j] = -s;
+  }
 }
 
 // Ainv = (I + L)^-1 for a strictly lower 64 x 64 L given as L(i, j) = lscale[i] * Lf[i][j] (fp32,
@@ -172,36 +225,16 @@ __device__ __forceinline__ void invert_unit_lower(const float* Lf, const float* 
     float x[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      float s = (i == c) ? 1.f : 0.f;
+      float s = 0.f;
 #pragma unroll
       for (int j = 0; j < i; ++j)
-        s -= lscale[r0 + i] * Lf[(r0 + i) * kLdF + r0 + j] * x[j];
-      x[i] = (i < c) ? 0.f : s;
+        s += Lf[(r0 + i) * kLdF + r0 + j] * x[j];
+      x[i] = i < c ? 0.f : (i == c ? 1.f : 0.f) - lscale[r0 + i] * s;
       Ainv[(r0 + i) * kLdF + r0 + c] = x[i];
     }
   }
-#pragma unroll
-  for (int half = 16; half <= 32; half *= 2) {
-    // Off-diagonal blocks of size `half` at rows [o + half, o + 2 half), cols [o, o + half).
-    const int nblk = kC / (2 * half), per = half * half;
-    __syncthreads();
-    for (int e = tid; e < nblk * per; e += kThreads) { // tmp = L21 X^-1
-      const int b = e / per, i = (e % per) / half, j = e % half, o = 2 * half * b;
-      float s = 0.f;
-      for (int m = j; m < half; ++m)
-        s +=
-            lscale[o + half + i] * Lf[(o + half + i) * kLdF + o + m] * Ainv[(o + m) * kLdF + o + j];
-      tmp[b * per + i * half + j] = s;
-    }
-    __syncthreads();
-    for (int e = tid; e < nblk * per; e += kThreads) { // block = -Y^-1 tmp
-      const int b = e / per, i = (e % per) / half, j = e % half, o = 2 * half * b;
-      float s = 0.f;
-      for (int m = 0; m <= i; ++m)
-        s += Ainv[(o + half + i) * kLdF + o + half + m] * tmp[b * per + m * half + j];
-      Ainv[(o + half + i) * kLdF + o + j] = -s;
-    }
-  }
+  invert_step<16>(Lf, lscale, Ainv, tmp);
+  invert_step<32>(Lf, lscale, Ainv, tmp);
   __syncthreads();
 }
 
