@@ -11,14 +11,22 @@
 namespace qr::gdn::chunked {
 namespace {
 
+// 74.5 KB, so three CTAs share an SM: the solve's scratch and the bf16 copies of A never live
+// at the same time.
 struct PrepSmem {
   bf16 k[kC * kLdD];
   bf16 v[kC * kLdD];
-  bf16 a_beta[kC * kLdC];  // A diag(beta)
-  bf16 a_gamma[kC * kLdC]; // A diag(beta exp(G))
-  float lf[kC * kLdF];     // K K^T exp(G_i - G_j), strictly lower
   float ainv[kC * kLdF];
-  float tmp[1024];
+  union {
+    struct {
+      float lf[kC * kLdF]; // K K^T exp(G_i - G_j), strictly lower
+      float tmp[1024];
+    } solve;
+    struct {
+      bf16 beta[kC * kLdC];  // A diag(beta)
+      bf16 gamma[kC * kLdC]; // A diag(beta exp(G))
+    } a;
+  } r;
   float g[kC], G[kC], beta[kC];
 };
 
@@ -56,15 +64,15 @@ __global__ void __launch_bounds__(kThreads)
     warp_mma<Lay::MK, Lay::NK, kD>(acc, sm.k, kLdD, sm.k, kLdD, m0, n0);
     acc.each([&](int r, int c, float& x) {
       const int i = m0 + r, j = n0 + c;
-      sm.lf[i * kLdF + j] = i > j ? x * __expf(sm.G[i] - sm.G[j]) : 0.f;
+      sm.r.solve.lf[i * kLdF + j] = i > j ? x * __expf(sm.G[i] - sm.G[j]) : 0.f;
     });
   }
-  invert_unit_lower(sm.lf, sm.beta, sm.ainv, sm.tmp);
+  invert_unit_lower(sm.r.solve.lf, sm.beta, sm.ainv, sm.r.solve.tmp);
   for (int e = tid; e < kC * kC; e += kThreads) {
     const int i = e / kC, j = e % kC;
     const float a = sm.ainv[i * kLdF + j] * sm.beta[j];
-    sm.a_beta[i * kLdC + j] = __float2bfloat16(a);
-    sm.a_gamma[i * kLdC + j] = __float2bfloat16(a * __expf(sm.G[j]));
+    sm.r.a.beta[i * kLdC + j] = __float2bfloat16(a);
+    sm.r.a.gamma[i * kLdC + j] = __float2bfloat16(a * __expf(sm.G[j]));
   }
   __syncthreads();
 
@@ -73,10 +81,10 @@ __global__ void __launch_bounds__(kThreads)
   const int m0 = 32 * (warp % 2), n0 = 32 * (warp / 2);
   Acc<32, 32> acc;
   acc.zero();
-  warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.a_beta, kLdC, sm.v, kLdD, m0, n0);
+  warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.beta, kLdC, sm.v, kLdD, m0, n0);
   store_acc_bf16(acc, ws.u + (row0 + m0) * kD + n0, kD);
   acc.zero();
-  warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.a_gamma, kLdC, sm.k, kLdD, m0, n0);
+  warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.gamma, kLdC, sm.k, kLdD, m0, n0);
   store_acc_bf16(acc, ws.w + (row0 + m0) * kD + n0, kD);
   if (tid < kC)
     ws.G[row0 + tid] = sm.G[tid];

@@ -1,6 +1,8 @@
 // Chunked GDN, stage 2: the sequential scans over chunks, one CTA per (64 value columns, value
-// head), the 128 x 64 fp32 state slice in registers (a 4 x 2 grid of 32 x 32 warp tiles), the next
-// chunk's tiles prefetched with cp.async while the current one computes.
+// head), the 128 x 64 fp32 state slice in registers (a 4 x 2 grid of 32 x 32 warp tiles).
+// Pipelining: when the grid fits on the SMs in one wave, two smem stages prefetch the next chunk
+// with cp.async while the current one computes (one CTA per SM); when it does not, one stage and
+// at most 128 registers let two CTAs share an SM and hide each other's loads, in one wave.
 //
 // Forward, per chunk with entering state S and Gl = G of the last real token:
 //   nu = u - w S                                   (v_new)
@@ -19,8 +21,9 @@ struct FwdStage {
   bf16 u[kC * kLdC];
   float G[kC];
 };
+template <int kStages>
 struct FwdScanSmem {
-  FwdStage st[2];
+  FwdStage st[kStages];
   bf16 s[kD * kLdC];   // entering state (bf16 operand copy)
   bf16 nu[kC * kLdC];  // v_new
   bf16 nus[kC * kLdC]; // v_new .* exp(Gl - G)
@@ -32,8 +35,9 @@ struct BwdStage {
   bf16 d_o[kC * kLdC];
   float G[kC];
 };
+template <int kStages>
 struct BwdScanSmem {
-  BwdStage st[2];
+  BwdStage st[kStages];
   bf16 ds[kD * kLdC];   // leaving-state gradient (bf16 operand copy)
   bf16 m[kC * kLdC];    // masked, decayed q k^T
   bf16 dos[kC * kLdC];  // scale exp(G) .* do
@@ -45,18 +49,18 @@ __device__ __forceinline__ void load_G(float* dst, const float* src) {
     cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
 }
 
-template <bool kSave>
-__global__ void __launch_bounds__(kThreads, 1)
+template <bool kSave, int kStages>
+__global__ void __launch_bounds__(kThreads, 3 - kStages)
     fwd_scan_kernel(Geo geo, FwdInputs in, Workspace ws, Ref<bf16> o, float* ht) {
   extern __shared__ __align__(16) char smem_raw[];
-  FwdScanSmem& sm = *reinterpret_cast<FwdScanSmem*>(smem_raw);
+  FwdScanSmem<kStages>& sm = *reinterpret_cast<FwdScanSmem<kStages>*>(smem_raw);
   const int v0 = blockIdx.x * kBV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int hk = h / geo.group, warp = threadIdx.x / 32;
   const int m0 = 32 * (warp % 4), n0 = 32 * (warp / 4); // state warp tile
   const int mm = 16 * (warp % 4), nn = 32 * (warp / 4); // 64 x 64 warp tile
 
   auto issue = [&](int n) {
-    FwdStage& s = sm.st[n & 1];
+    FwdStage& s = sm.st[n % kStages];
     const size_t row0 = (size_t(bh) * geo.NT + n) * kC;
     const int t0 = n * kC, L = geo.valid(n);
     load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
@@ -76,12 +80,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
-    if (n + 1 < geo.NT)
-      issue(n + 1);
-    cp_async_commit();
-    cp_async_wait<1>();
+    if constexpr (kStages == 2) {
+      if (n + 1 < geo.NT)
+        issue(n + 1);
+      cp_async_commit();
+    }
+    cp_async_wait<kStages - 1>();
     __syncthreads();
-    FwdStage& s = sm.st[n & 1];
+    FwdStage& s = sm.st[n % kStages];
     const int t0 = n * kC, L = geo.valid(n);
     const size_t row0 = (size_t(bh) * geo.NT + n) * kC;
     if (geo.l2) {
@@ -132,23 +138,28 @@ __global__ void __launch_bounds__(kThreads, 1)
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, kLdC, m0, n0);
     __syncthreads();
+    if (kStages == 1 && n + 1 < geo.NT) { // the only stage is free again
+      issue(n + 1);
+      cp_async_commit();
+    }
   }
   if (ht)
     S.each([&](int r, int c, float& x) { ht[state0 + (m0 + r) * kD + v0 + n0 + c] = x; });
 }
 
-__global__ void __launch_bounds__(kThreads, 1)
+template <int kStages>
+__global__ void __launch_bounds__(kThreads, 3 - kStages)
     bwd_scan_kernel(Geo geo, FwdInputs in, Workspace ws, Ref<const bf16> d_o, const float* dht,
                     float* dh0) {
   extern __shared__ __align__(16) char smem_raw[];
-  BwdScanSmem& sm = *reinterpret_cast<BwdScanSmem*>(smem_raw);
+  BwdScanSmem<kStages>& sm = *reinterpret_cast<BwdScanSmem<kStages>*>(smem_raw);
   const int v0 = blockIdx.x * kBV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int hk = h / geo.group, tid = threadIdx.x, warp = tid / 32;
   const int m0 = 32 * (warp % 4), n0 = 32 * (warp / 4);
   const int mm = 16 * (warp % 4), nn = 32 * (warp / 4);
 
   auto issue = [&](int n) {
-    BwdStage& s = sm.st[n & 1];
+    BwdStage& s = sm.st[n % kStages];
     const size_t row0 = (size_t(bh) * geo.NT + n) * kC;
     const int t0 = n * kC, L = geo.valid(n);
     load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
@@ -167,12 +178,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   issue(geo.NT - 1);
   cp_async_commit();
   for (int n = geo.NT - 1; n >= 0; --n) {
-    if (n > 0)
-      issue(n - 1);
-    cp_async_commit();
-    cp_async_wait<1>();
+    if constexpr (kStages == 2) {
+      if (n > 0)
+        issue(n - 1);
+      cp_async_commit();
+    }
+    cp_async_wait<kStages - 1>();
     __syncthreads();
-    BwdStage& s = sm.st[n & 1];
+    BwdStage& s = sm.st[n % kStages];
     const size_t row0 = (size_t(bh) * geo.NT + n) * kC;
     if (geo.l2) {
       normalize_rows(s.k, kLdD, geo.valid(n), nullptr);
@@ -219,32 +232,56 @@ __global__ void __launch_bounds__(kThreads, 1)
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, sm.dos, kLdC, m0, n0);
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, kLdC, m0, n0);
     __syncthreads();
+    if (kStages == 1 && n > 0) { // the only stage is free again
+      issue(n - 1);
+      cp_async_commit();
+    }
   }
   if (dh0)
     dS.each([&](int r, int c, float& x) { dh0[state0 + (m0 + r) * kD + v0 + n0 + c] = x; });
+}
+
+// One stage (two CTAs per SM) when the grid is larger than the SM count, else two stages.
+std::string use_one_stage(const Geo& geo, bool& one) {
+  int dev = 0, sms = 0;
+  QR_CUDA_TRY(cudaGetDevice(&dev));
+  QR_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  one = (kD / kBV) * geo.B * geo.Hv > sms;
+  return {};
+}
+
+template <class Kernel, class... Args>
+std::string launch_scan(Kernel kernel, int smem, const Geo& geo, cudaStream_t st, Args... args) {
+  QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  kernel<<<dim3(kD / kBV, geo.B * geo.Hv), kThreads, smem, st>>>(geo, args...);
+  QR_CUDA_TRY(cudaGetLastError());
+  return {};
 }
 
 } // namespace
 
 std::string launch_fwd_scan(const Geo& geo, const FwdInputs& in, const Workspace& ws, Ref<bf16> o,
                             float* ht, bool save, cudaStream_t st) {
-  const int smem = sizeof(FwdScanSmem);
-  auto kernel = save ? fwd_scan_kernel<true> : fwd_scan_kernel<false>;
-  QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<dim3(kD / kBV, geo.B * geo.Hv), kThreads, smem, st>>>(geo, in, ws, o, ht);
-  QR_CUDA_TRY(cudaGetLastError());
-  return {};
+  bool one = false;
+  if (std::string e = use_one_stage(geo, one); !e.empty())
+    return e;
+  const int smem1 = sizeof(FwdScanSmem<1>), smem2 = sizeof(FwdScanSmem<2>);
+  if (save)
+    return one ? launch_scan(fwd_scan_kernel<true, 1>, smem1, geo, st, in, ws, o, ht)
+               : launch_scan(fwd_scan_kernel<true, 2>, smem2, geo, st, in, ws, o, ht);
+  return one ? launch_scan(fwd_scan_kernel<false, 1>, smem1, geo, st, in, ws, o, ht)
+             : launch_scan(fwd_scan_kernel<false, 2>, smem2, geo, st, in, ws, o, ht);
 }
 
 std::string launch_bwd_scan(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                             Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st) {
-  const int smem = sizeof(BwdScanSmem);
-  QR_CUDA_TRY(
-      cudaFuncSetAttribute(bwd_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  bwd_scan_kernel<<<dim3(kD / kBV, geo.B * geo.Hv), kThreads, smem, st>>>(geo, in, ws, d_o, dht,
-                                                                          dh0);
-  QR_CUDA_TRY(cudaGetLastError());
-  return {};
+  bool one = false;
+  if (std::string e = use_one_stage(geo, one); !e.empty())
+    return e;
+  return one ? launch_scan(bwd_scan_kernel<1>, sizeof(BwdScanSmem<1>), geo, st, in, ws, d_o, dht,
+                           dh0)
+             : launch_scan(bwd_scan_kernel<2>, sizeof(BwdScanSmem<2>), geo, st, in, ws, d_o, dht,
+                           dh0);
 }
 
 } // namespace qr::gdn::chunked

@@ -261,7 +261,9 @@ int main(int argc, char** argv) {
 
   if (quick) {
     oracle_suite({{shape(1, 64, 1, 1), true, false}, {shape(1, 100, 1, 2), true, true}}, bes);
-    agreement_suite({{shape(1, 130, 1, 4), true, true}}, bes, "agreement");
+    // 136 scan CTAs: more than an H200's 132 SMs, so the scans take their one-stage path
+    agreement_suite({{shape(1, 130, 1, 4), true, true}, {shape(1, 70, 4, 68), true, true}}, bes,
+                    "agreement");
     determinism_suite(shape(1, 130, 1, 2), bes);
   } else {
     oracle_suite({{shape(1, 64, 1, 1), true, false},
@@ -273,7 +275,8 @@ int main(int argc, char** argv) {
     agreement_suite({{shape(2, 4097, 4, 8), true, true},
                      {shape(3, 777, 2, 2), true, true},
                      {shape(1, 2048, 4, 16), true, false},
-                     {shape(2, 1000, 4, 4), false, false}},
+                     {shape(2, 1000, 4, 4), false, false},
+                     {shape(2, 300, 16, 64), true, true}}, // 256 scan CTAs: one-stage scans
                     bes, "agreement");
     fd_suite(bes);
     agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100
