@@ -81,7 +81,6 @@ std::string DeviceBuffer::alloc(size_t bytes) {
 std::string Problem::init(const Shape& s, const Options& o, const InputSpec& in) {
   shape = s;
   opt = o;
-  spec = in;
   const size_t tok = size_t(s.batch) * s.seq_len;
   const size_t nqk = tok * s.key_heads * s.head_dim_k, nv = tok * s.value_heads * s.head_dim_v;
   const size_t ng = tok * s.value_heads;

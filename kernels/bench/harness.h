@@ -46,7 +46,6 @@ struct InputSpec {
 struct Problem {
   Shape shape;
   Options opt;
-  InputSpec spec;
   DeviceBuffer q, k, v, g, beta, h0, d_o, dht; // inputs
   DeviceBuffer o, ht;                          // forward outputs
   DeviceBuffer dq, dk, dv, dg, dbeta, dh0;     // backward outputs

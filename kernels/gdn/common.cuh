@@ -23,15 +23,6 @@ inline std::string cuda_error(cudaError_t e, const char* what) {
       return e_;                                                                                   \
   } while (0)
 
-template <class T>
-inline const bf16* as_bf16(const T* p) {
-  return reinterpret_cast<const bf16*>(p);
-}
-template <class T>
-inline bf16* as_bf16(T* p) {
-  return reinterpret_cast<bf16*>(p);
-}
-
 // Device-side view of a TensorRef: element (b, t, h, 0) at p + b sb + t st + h sh.
 template <class T>
 struct Ref {

@@ -98,7 +98,9 @@ public:
   virtual std::string unsupported(const DeviceInfo& dev, const Shape& s) const = 0;
   // Device scratch the pass needs (bytes, 256-byte aligned base).
   virtual size_t workspace_bytes(const Shape& s, Pass p) const = 0;
-  // Both enqueue on `stream` and return the first CUDA error as text, empty on success.
+  // Both enqueue on `stream` and return the first CUDA error as text, empty on success. The
+  // backward is self-contained: it recomputes what it needs of the forward from the inputs, so it
+  // needs no forward call first (only its own workspace_bytes(s, Pass::bwd) of scratch).
   virtual std::string run_fwd(const FwdArgs& a, void* workspace, Stream stream) const = 0;
   virtual std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const = 0;
 };
