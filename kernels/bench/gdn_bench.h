@@ -1,0 +1,28 @@
+// gdn-bench: checks every GDN backend against `reference`, then times it (CUDA events, L2 flushed
+// before every timed run) and prints a table (docs/gdn-bench.md). Used by the standalone
+// `gdn-bench` executable and by `qwen-recipe gdn-bench`.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace qr::gdn {
+
+struct RecipeShape {
+  int batch, seq_len, key_heads, value_heads, head_dim;
+};
+
+// Resolves a recipe name (e.g. "qwen35_397b") to its GDN shape; returns false and sets `error`
+// when unknown.
+using RecipeShapeResolver =
+    std::function<bool(const std::string& recipe, RecipeShape& out, std::string& error)>;
+
+// Parses args (without the program name) and runs the bench. Returns the process exit code
+// (0 ok, 2 bad arguments or a backend failed its check, 77 no CUDA device). Table on `out`,
+// progress/errors on `err`.
+int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& resolver,
+               std::ostream& out, std::ostream& err);
+
+} // namespace qr::gdn

@@ -1,0 +1,241 @@
+// Shared pieces of the chunked GDN kernels: tile sizes, parameters, workspace layout, and the
+// per-chunk helpers (row normalisation, in-chunk cumsum, fragment row / column reductions, and
+// the unit-lower-triangular inverse used by the WY transform).
+#pragma once
+
+#include "common.cuh"
+
+namespace qr::gdn::chunked {
+
+constexpr int kC = 64;        // chunk length
+constexpr int kD = 128;       // Dk = Dv
+constexpr int kBV = 64;       // value columns per CTA of the sequential scans
+constexpr int kThreads = 256; // 8 warps in every kernel
+constexpr int kLdD = kD + 8;  // padded smem row strides (bf16): 16-byte rows, no bank conflicts
+constexpr int kLdC = kC + 8;
+constexpr int kLdF = kC + 4;    // padded fp32 row stride of 64-wide tiles
+constexpr float kL2Eps = 1e-6f; // FLA's l2norm eps
+
+// Problem geometry shared by every kernel.
+struct Geo {
+  int B, T, Hk, Hv, NT, group;
+  float scale;
+  bool l2;
+  __device__ int valid(int n) const { return min(kC, T - n * kC); }
+};
+
+// Chunk-major scratch, per (b, value head) contiguous; token rows padded to NT * 64 (pad rows hold
+// zeros, and G of pad rows equals G of the last real token).
+struct Workspace {
+  bf16* w;   // [B,Hv,Tp,Dk]  A diag(beta exp(G)) K
+  bf16* u;   // [B,Hv,Tp,Dv]  A diag(beta) V
+  float* G;  // [B,Hv,Tp]     in-chunk cumsum of g
+  bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
+  bf16* nu;  // [B,Hv,Tp,Dv]  v_new = u - w h (backward only)
+  bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
+  bf16* dnu; // [B,Hv,Tp,Dv]  gradient of v_new (backward only)
+
+  static Workspace carve(const Shape& s, bool bwd, void* base, size_t* bytes) {
+    const size_t NT = (s.seq_len + kC - 1) / kC, Tp = NT * kC;
+    const size_t heads = size_t(s.batch) * s.value_heads;
+    Carver c{static_cast<char*>(base)};
+    Workspace ws{};
+    ws.w = c.take<bf16>(heads * Tp * kD);
+    ws.u = c.take<bf16>(heads * Tp * kD);
+    ws.G = c.take<float>(heads * Tp);
+    if (bwd) {
+      ws.h = c.take<bf16>(heads * NT * kD * kD);
+      ws.nu = c.take<bf16>(heads * Tp * kD);
+      ws.dh = c.take<bf16>(heads * NT * kD * kD);
+      ws.dnu = c.take<bf16>(heads * Tp * kD);
+    }
+    if (bytes)
+      *bytes = c.used;
+    return ws;
+  }
+};
+
+// Writes a warp's fp32 accumulator tile as bf16 pairs to dst (row stride ld elements); rows at or
+// past valid_rows (relative to the tile origin) are skipped.
+template <int WM, int WN>
+__device__ __forceinline__ void store_acc_bf16(Acc<WM, WN>& acc, bf16* dst, int64_t ld,
+                                               int valid_rows = WM) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+    for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int r = 16 * i + lane / 4 + 8 * hi, c = 8 * j + 2 * (lane % 4);
+        if (r < valid_rows)
+          *reinterpret_cast<__nv_bfloat162*>(dst + r * ld + c) =
+              __floats2bfloat162_rn(acc.c[i][j][2 * hi], acc.c[i][j][2 * hi + 1]);
+      }
+}
+
+// Normalises the first `rows` rows (128 bf16 each) of a 64-row smem tile in place; warp w owns
+// rows w, w + 8, ..., all loaded before the reductions so their latencies overlap. Stores
+// 1 / sqrt(|x|^2 + eps) per row in rstd when given. All threads of the CTA take part.
+__device__ __forceinline__ void normalize_rows(bf16* tile, int ld, int rows, float* rstd) {
+  constexpr int kPerWarp = kC / (kThreads / 32);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  float2 x[kPerWarp][2];
+  float ss[kPerWarp];
+#pragma unroll
+  for (int i = 0; i < kPerWarp; ++i) {
+    const __nv_bfloat162* p =
+        reinterpret_cast<const __nv_bfloat162*>(tile + (warp + 8 * i) * ld + 4 * lane);
+    x[i][0] = __bfloat1622float2(p[0]);
+    x[i][1] = __bfloat1622float2(p[1]);
+    ss[i] = x[i][0].x * x[i][0].x + x[i][0].y * x[i][0].y + x[i][1].x * x[i][1].x +
+            x[i][1].y * x[i][1].y;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+    for (int i = 0; i < kPerWarp; ++i)
+      ss[i] += __shfl_xor_sync(0xffffffffu, ss[i], o);
+#pragma unroll
+  for (int i = 0; i < kPerWarp; ++i) {
+    const int r = warp + 8 * i;
+    if (r >= rows)
+      break;
+    const float rs = rsqrtf(ss[i] + kL2Eps);
+    __nv_bfloat162* p = reinterpret_cast<__nv_bfloat162*>(tile + r * ld + 4 * lane);
+    p[0] = __floats2bfloat162_rn(x[i][0].x * rs, x[i][0].y * rs);
+    p[1] = __floats2bfloat162_rn(x[i][1].x * rs, x[i][1].y * rs);
+    if (rstd && lane == 0)
+      rstd[r] = rs;
+  }
+}
+
+// Inclusive prefix sum of 64 values by one warp (two per lane): G[i] = sum_{j <= i} g[j].
+__device__ __forceinline__ void warp_cumsum64(const float* g, float* G) {
+  const int lane = threadIdx.x & 31;
+  const float a = g[2 * lane], b = a + g[2 * lane + 1];
+  float x = b;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o)
+      x += y;
+  }
+  G[2 * lane] = x - b + a;
+  G[2 * lane + 1] = x;
+}
+
+// Per-warp partial sums: part[warp][i]. Each warp adds only to its own slot without atomics, and
+// sum_parts() adds the slots in a fixed order, so the results are bit-for-bit reproducible. Row
+// and column sums reach a slot from different lanes, hence the __syncwarp() around each update.
+using Parts = float[kThreads / 32][kC];
+
+__device__ __forceinline__ float sum_parts(const Parts& part, int i) {
+  float s = 0.f;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w)
+    s += part[w][i];
+  return s;
+}
+
+// part[warp][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
+template <int WM, int WN, class F>
+__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part, F&& f) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int row = m0 + 16 * i + lane / 4 + 8 * hi;
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          s += f(row, n0 + 8 * j + 2 * (lane % 4) + e, acc.c[i][j][2 * hi + e]);
+      s = quad_sum(s);
+      __syncwarp();
+      if (lane % 4 == 0)
+        part[warp][row] += s;
+      __syncwarp();
+    }
+}
+
+// part[warp][col] += sum over the warp tile's rows of f(row, col, value).
+template <int WM, int WN, class F>
+__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part, F&& f) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = n0 + 8 * j + 2 * (lane % 4) + e;
+      float s = 0.f;
+#pragma unroll
+      for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi)
+          s += f(m0 + 16 * i + lane / 4 + 8 * hi, col, acc.c[i][j][2 * hi + e]);
+      s = column_sum(s);
+      __syncwarp();
+      if (lane < 4)
+        part[warp][col] += s;
+      __syncwarp();
+    }
+}
+
+// One doubling step of invert_unit_lower: for the off-diagonal blocks of size H at rows
+// [o + H, o + 2H), cols [o, o + H), block = -Y^-1 (L21 X^-1) with X^-1, Y^-1 already in Ainv.
+// Trip counts are compile-time (the zero triangles of X^-1 and Y^-1 add nothing) so loads pipeline.
+template <int H>
+__device__ __forceinline__ void invert_step(const float* Lf, const float* lscale, float* Ainv,
+                                            float* tmp) {
+  constexpr int kBlocks = kC / (2 * H), kPer = H * H;
+  __syncthreads();
+  for (int e = threadIdx.x; e < kBlocks * kPer; e += kThreads) { // tmp = L21 X^-1
+    const int b = e / kPer, i = (e % kPer) / H, j = e % H, o = 2 * H * b;
+    float s = 0.f;
+#pragma unroll
+    for (int m = 0; m < H; ++m)
+      s += Lf[(o + H + i) * kLdF + o + m] * Ainv[(o + m) * kLdF + o + j];
+    tmp[e] = lscale[o + H + i] * s;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kBlocks * kPer; e += kThreads) { // block = -Y^-1 tmp
+    const int b = e / kPer, i = (e % kPer) / H, j = e % H, o = 2 * H * b;
+    float s = 0.f;
+#pragma unroll
+    for (int m = 0; m < H; ++m)
+      s += Ainv[(o + H + i) * kLdF + o + H + m] * tmp[b * kPer + m * H + j];
+    Ainv[(o + H + i) * kLdF + o + j] = -s;
+  }
+}
+
+// Ainv = (I + L)^-1 for a strictly lower 64 x 64 L given as L(i, j) = lscale[i] * Lf[i][j] (fp32,
+// row stride kLdF, zero on and above the diagonal). Ainv (stride kLdF) must be zero on entry.
+// Diagonal 16 x 16 blocks by forward substitution (one thread per column), then two doubling
+// steps with [[X, 0], [L21, Y]]^-1 = [[X^-1, 0], [-Y^-1 L21 X^-1, Y^-1]]. `tmp` holds 1024 fp32.
+// Starts and ends with __syncthreads.
+__device__ __forceinline__ void invert_unit_lower(const float* Lf, const float* lscale, float* Ainv,
+                                                  float* tmp) {
+  __syncthreads();
+  const int tid = threadIdx.x;
+  if (tid < kC) {
+    const int blk = tid / 16, c = tid % 16, r0 = 16 * blk;
+    float x[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < i; ++j)
+        s += Lf[(r0 + i) * kLdF + r0 + j] * x[j];
+      x[i] = i < c ? 0.f : (i == c ? 1.f : 0.f) - lscale[r0 + i] * s;
+      Ainv[(r0 + i) * kLdF + r0 + c] = x[i];
+    }
+  }
+  invert_step<16>(Lf, lscale, Ainv, tmp);
+  invert_step<32>(Lf, lscale, Ainv, tmp);
+  __syncthreads();
+}
+
+} // namespace qr::gdn::chunked

@@ -1,0 +1,217 @@
+// Device helpers shared by the GDN kernels: bf16 conversion, warp reductions, cp.async, and a
+// warp-level bf16 tensor-core GEMM over shared-memory tiles (ldmatrix + mma.sync.m16n8k16, sm_80+).
+#pragma once
+
+#include "gdn.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <string>
+
+namespace qr::gdn {
+
+using bf16 = __nv_bfloat16;
+
+inline std::string cuda_error(cudaError_t e, const char* what) {
+  return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+// Returns the error text of the first failing CUDA call from the enclosing function.
+#define QR_CUDA_TRY(call)                                                                          \
+  do {                                                                                             \
+    if (std::string e_ = ::qr::gdn::cuda_error((call), #call); !e_.empty())                        \
+      return e_;                                                                                   \
+  } while (0)
+
+// Device-side view of a TensorRef: element (b, t, h, 0) at p + b sb + t st + h sh.
+template <class T>
+struct Ref {
+  T* p;
+  int64_t sb, st, sh;
+  __host__ __device__ T* at(int b, int t, int h) const { return p + b * sb + t * st + h * sh; }
+};
+
+template <class T, class U>
+Ref<T> ref(const TensorRef<U>& r) {
+  return {reinterpret_cast<T*>(r.data), r.stride_b, r.stride_t, r.stride_h};
+}
+
+// Bump allocator over one workspace block; every piece 256-byte aligned.
+struct Carver {
+  char* base;
+  size_t used = 0;
+  template <class T>
+  T* take(size_t count) {
+    T* p = reinterpret_cast<T*>(base ? base + used : nullptr);
+    used += (count * sizeof(T) + 255) / 256 * 256;
+    return p;
+  }
+};
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Sum over the 4 lanes of an mma quad (lanes 4g .. 4g+3 share a row of the C fragment).
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  x += __shfl_xor_sync(0xffffffffu, x, 2);
+  return x;
+}
+
+// Sum over the 8 lanes with equal lane % 4 (they share the columns of the C fragment).
+__device__ __forceinline__ float column_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 4);
+  x += __shfl_xor_sync(0xffffffffu, x, 8);
+  x += __shfl_xor_sync(0xffffffffu, x, 16);
+  return x;
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy global -> shared; zero-fills when `valid` is false.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Copies a rows x cols bf16 tile (cols a multiple of 8) from global rows `src + r * src_stride`
+// into shared memory with row stride `ld`; rows at or past `valid_rows` become zeros.
+template <int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void load_tile_async(bf16* dst, int ld, const bf16* src,
+                                                int64_t src_stride, int valid_rows) {
+  constexpr int kVec = COLS / 8;
+  for (int i = threadIdx.x; i < ROWS * kVec; i += THREADS) {
+    const int r = i / kVec, c = (i % kVec) * 8;
+    const bool ok = r < valid_rows;
+    cp_async16(dst + r * ld + c, ok ? src + r * src_stride + c : src, ok);
+  }
+}
+
+// Fragment of a warp's WM x WN fp32 accumulator tile built from m16n8 pieces.
+// Element (i, j, e): row 16 i + lane / 4 + 8 (e / 2), column 8 j + 2 (lane % 4) + e % 2.
+template <int WM, int WN>
+struct Acc {
+  static_assert(WM % 16 == 0 && WN % 8 == 0);
+  static constexpr int MI = WM / 16, NJ = WN / 8;
+  float c[MI][NJ][4];
+
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          c[i][j][e] = 0.f;
+  }
+  __device__ __forceinline__ void add(const Acc& o) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          c[i][j][e] += o.c[i][j][e];
+  }
+  // f(row, col, value&, other's value&) over two accumulators of the same warp tile.
+  template <class F>
+  __device__ __forceinline__ void each_with(Acc& o, F&& f) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          f(16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + (e % 2), c[i][j][e],
+            o.c[i][j][e]);
+  }
+  // f(row, col, value&) with row / col relative to the warp tile origin.
+  template <class F>
+  __device__ __forceinline__ void each(F&& f) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          f(16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + (e % 2), c[i][j][e]);
+  }
+};
+
+// Storage of a GEMM operand in shared memory (bf16, row stride `ld` a multiple of 8 elements):
+// for A (M x K) `MK` means element (m, k) at m * ld + k and `KM` means at k * ld + m;
+// for B (K x N) `KN` means element (k, n) at k * ld + n and `NK` means at n * ld + k.
+enum class Lay { MK, KM, KN, NK };
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                               uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// acc += A[m0 : m0+WM, 0:K] * B[0:K, n0 : n0+WN] for one warp; A and B in shared memory.
+template <Lay LA, Lay LB, int K, int WM, int WN>
+__device__ __forceinline__ void warp_mma(Acc<WM, WN>& acc, const bf16* A, int lda, const bf16* B,
+                                         int ldb, int m0, int n0) {
+  static_assert(LA == Lay::MK || LA == Lay::KM);
+  static_assert(LB == Lay::KN || LB == Lay::NK);
+  static_assert(K % 16 == 0 && WN % 16 == 0);
+  const int lane = threadIdx.x & 31;
+  const int l8 = lane & 7, b8 = (lane >> 3) & 1, b16 = lane >> 4;
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    uint32_t a[Acc<WM, WN>::MI][4];
+#pragma unroll
+    for (int i = 0; i < Acc<WM, WN>::MI; ++i) {
+      const int m = m0 + 16 * i;
+      if constexpr (LA == Lay::MK) // matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), ..
+        ldmatrix_x4(a[i], A + (m + l8 + 8 * b8) * lda + k0 + 8 * b16);
+      else
+        ldmatrix_x4_trans(a[i], A + (k0 + l8 + 8 * b16) * lda + m + 8 * b8);
+    }
+#pragma unroll
+    for (int j = 0; j < Acc<WM, WN>::NJ; j += 2) {
+      const int n = n0 + 8 * j;
+      uint32_t b[4];               // b[0], b[1]: n-tile j; b[2], b[3]: n-tile j + 1
+      if constexpr (LB == Lay::NK) // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), ..
+        ldmatrix_x4(b, B + (n + l8 + 8 * b16) * ldb + k0 + 8 * b8);
+      else
+        ldmatrix_x4_trans(b, B + (k0 + l8 + 8 * b8) * ldb + n + 8 * b16);
+#pragma unroll
+      for (int i = 0; i < Acc<WM, WN>::MI; ++i) {
+        mma_bf16_16816(acc.c[i][j], a[i], b[0], b[1]);
+        mma_bf16_16816(acc.c[i][j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
+} // namespace qr::gdn

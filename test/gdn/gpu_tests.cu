@@ -1,0 +1,289 @@
+// GPU correctness suite for the GDN backends (run on a GPU machine; exits 77 without a device).
+//
+//   oracle:      `reference` and `chunked` against the float64 CPU reference (cpu_reference.h)
+//   agreement:   `chunked` against `reference` at larger shapes
+//   fd:          every gradient of both backends against central differences of the float64 loss
+//                sum(do . o) + sum(dht . ht) at the same inputs, on sampled elements
+//   stability:   no NaN / Inf and agreement for large |g| and long sequences without decay
+//   determinism: two `chunked` runs give bit-identical outputs
+// Every output buffer is poisoned with NaN before each run. Errors are relative L2 norms
+// |x - ref| / |ref| per output. `--quick` runs a small subset (CTest and compute-sanitizer).
+#include "cpu_reference.h"
+#include "harness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+#include <map>
+#include <random>
+#include <string>
+
+using namespace qr::gdn;
+
+namespace {
+
+// Tolerances on the relative L2 error. `reference` computes in fp32 and rounds bf16 outputs;
+// `chunked` uses bf16 tensor-core operands (as FLA does), so it is about an order looser.
+constexpr double kTolReference = 5e-3;
+constexpr double kTolChunked = 2e-2;
+constexpr double kTolFdReference = 1e-2;
+constexpr double kTolFdChunked = 3e-2;
+
+int g_failures = 0;
+
+double tol_for(const std::string& backend, bool fd) {
+  return backend == "reference" ? (fd ? kTolFdReference : kTolReference)
+                                : (fd ? kTolFdChunked : kTolChunked);
+}
+
+void report(const std::string& suite, const std::string& what, const std::string& output,
+            const Error& e, double tol) {
+  const bool ok = e.ok(tol);
+  g_failures += !ok;
+  std::printf("%-11s %-44s %-6s rel_l2 %.3e  max_abs %.3e  nonfinite %zu  (tol %.0e) %s\n",
+              suite.c_str(), what.c_str(), output.c_str(), e.rel_l2, e.max_abs, e.non_finite, tol,
+              ok ? "ok" : "FAIL");
+  std::fflush(stdout);
+}
+
+std::string describe(const Shape& s, const Options& o, const InputSpec& in) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "B%d T%d Hk%d Hv%d%s%s%s", s.batch, s.seq_len, s.key_heads,
+                s.value_heads, o.l2norm_qk ? "" : " no-l2", in.initial_state ? " states" : "",
+                in.g_scale != 1.f ? (" g*" + std::to_string(int(in.g_scale))).c_str() : "");
+  return buf;
+}
+
+using Outputs = std::map<std::string, std::vector<double>>;
+
+bool run(const Backend& be, Problem& p, Outputs& got) {
+  for (bool bwd : {false, true}) {
+    std::string e = p.poison_outputs();
+    if (e.empty())
+      e = bwd ? be.run_bwd(p.bwd_args(), p.workspace.get(), nullptr)
+              : be.run_fwd(p.fwd_args(), p.workspace.get(), nullptr);
+    if (cudaError_t ce = cudaDeviceSynchronize(); e.empty() && ce != cudaSuccess)
+      e = cudaGetErrorString(ce);
+    if (!e.empty()) {
+      std::printf("ERROR %s: %s\n", be.name().c_str(), e.c_str());
+      ++g_failures;
+      return false;
+    }
+    for (const Output& o : bwd ? backward_outputs() : forward_outputs())
+      got[o.name] = download(p.*o.buf, o.type);
+  }
+  return true;
+}
+
+bool setup(Problem& p, const Shape& s, const Options& o, const InputSpec& in,
+           const std::vector<std::unique_ptr<Backend>>& bes) {
+  size_t ws = 0;
+  for (const auto& b : bes)
+    ws = std::max<size_t>({ws, b->workspace_bytes(s, Pass::fwd), b->workspace_bytes(s, Pass::bwd)});
+  std::string e = p.init(s, o, in);
+  if (e.empty())
+    e = p.ensure_workspace(ws);
+  if (!e.empty()) {
+    std::printf("ERROR setup %s: %s\n", describe(s, o, in).c_str(), e.c_str());
+    ++g_failures;
+    return false;
+  }
+  return true;
+}
+
+Outputs cpu_outputs(const Problem& p) {
+  const cpu::Inputs in = p.to_cpu();
+  const std::vector<double> d_o = download(p.d_o, DType::bf16), dht = download(p.dht, DType::f32);
+  const cpu::Forward f = cpu::forward(in);
+  const cpu::Grads g = cpu::backward(in, d_o, dht);
+  return {{"o", f.o},   {"ht", f.ht}, {"dq", g.dq},       {"dk", g.dk},
+          {"dv", g.dv}, {"dg", g.dg}, {"dbeta", g.dbeta}, {"dh0", g.dh0}};
+}
+
+struct Case {
+  Shape s;
+  bool l2, states;
+  float g_scale = 1.f;
+};
+
+Shape shape(int b, int t, int hk, int hv) {
+  return {b, t, hk, hv, 128, 128};
+}
+
+void oracle_suite(const std::vector<Case>& cases,
+                  const std::vector<std::unique_ptr<Backend>>& bes) {
+  for (const Case& c : cases) {
+    Problem p;
+    Options o;
+    o.l2norm_qk = c.l2;
+    InputSpec in;
+    in.initial_state = in.d_final_state = c.states;
+    in.g_scale = c.g_scale;
+    in.qk_scale = c.l2 ? 1.f : 1.f / std::sqrt(128.f);
+    in.seed = uint64_t(c.s.seq_len) * 7 + c.s.value_heads;
+    if (!setup(p, c.s, o, in, bes))
+      continue;
+    const Outputs ref = cpu_outputs(p);
+    for (const auto& be : bes) {
+      Outputs got;
+      if (!run(*be, p, got))
+        continue;
+      for (const auto& [name, data] : got)
+        report("oracle", be->name() + " " + describe(c.s, o, in), name, compare(data, ref.at(name)),
+               tol_for(be->name(), false));
+    }
+  }
+}
+
+// chunked (and anything else) against reference.
+void agreement_suite(const std::vector<Case>& cases,
+                     const std::vector<std::unique_ptr<Backend>>& bes, const char* suite) {
+  for (const Case& c : cases) {
+    Problem p;
+    Options o;
+    o.l2norm_qk = c.l2;
+    InputSpec in;
+    in.initial_state = in.d_final_state = c.states;
+    in.g_scale = c.g_scale;
+    in.qk_scale = c.l2 ? 1.f : 1.f / std::sqrt(128.f);
+    in.seed = uint64_t(c.s.seq_len) * 13 + c.s.key_heads;
+    if (!setup(p, c.s, o, in, bes))
+      continue;
+    Outputs ref;
+    if (!run(*bes.front(), p, ref))
+      continue;
+    for (const auto& [name, data] : ref) // the oracle itself must stay finite
+      if (size_t bad = count_non_finite(data)) {
+        std::printf("%-11s reference %s %s: %zu non-finite FAIL\n", suite,
+                    describe(c.s, o, in).c_str(), name.c_str(), bad);
+        ++g_failures;
+      }
+    for (size_t i = 1; i < bes.size(); ++i) {
+      Outputs got;
+      if (!run(*bes[i], p, got))
+        continue;
+      for (const auto& [name, data] : got)
+        report(suite, bes[i]->name() + " " + describe(c.s, o, in), name,
+               compare(data, ref.at(name)), tol_for(bes[i]->name(), false));
+    }
+  }
+}
+
+// Gradients against central differences of the float64 loss at the device's (exact) inputs.
+void fd_suite(const std::vector<std::unique_ptr<Backend>>& bes) {
+  const Shape s = shape(1, 70, 1, 2);
+  Problem p;
+  Options o;
+  InputSpec in;
+  in.initial_state = in.d_final_state = true;
+  in.seed = 99;
+  if (!setup(p, s, o, in, bes))
+    return;
+  cpu::Inputs x = p.to_cpu();
+  const std::vector<double> w_o = download(p.d_o, DType::bf16), w_ht = download(p.dht, DType::f32);
+  struct Input {
+    const char* grad;
+    std::vector<double>* x;
+  };
+  const Input inputs[] = {{"dq", &x.q}, {"dk", &x.k},       {"dv", &x.v},
+                          {"dg", &x.g}, {"dbeta", &x.beta}, {"dh0", &x.h0}};
+  std::mt19937 rng(5);
+  std::map<std::string, std::vector<size_t>> idx;
+  std::map<std::string, std::vector<double>> fd;
+  for (const Input& i : inputs) {
+    std::uniform_int_distribution<size_t> pick(0, i.x->size() - 1);
+    for (int n = 0; n < 24; ++n) {
+      const size_t j = pick(rng);
+      const double x0 = (*i.x)[j], eps = 1e-5;
+      (*i.x)[j] = x0 + eps;
+      const double lp = cpu::loss(x, w_o, w_ht);
+      (*i.x)[j] = x0 - eps;
+      const double lm = cpu::loss(x, w_o, w_ht);
+      (*i.x)[j] = x0;
+      idx[i.grad].push_back(j);
+      fd[i.grad].push_back((lp - lm) / (2 * eps));
+    }
+  }
+  for (const auto& be : bes) {
+    Outputs got;
+    if (!run(*be, p, got))
+      continue;
+    for (const Input& i : inputs) {
+      std::vector<double> sampled;
+      for (size_t j : idx[i.grad])
+        sampled.push_back(got[i.grad][j]);
+      report("fd", be->name() + " " + describe(s, o, in), i.grad, compare(sampled, fd[i.grad]),
+             tol_for(be->name(), true));
+    }
+  }
+}
+
+void determinism_suite(const Shape& s, const std::vector<std::unique_ptr<Backend>>& bes) {
+  Problem p;
+  Options o;
+  InputSpec in;
+  in.initial_state = in.d_final_state = true;
+  if (!setup(p, s, o, in, bes))
+    return;
+  for (size_t i = 1; i < bes.size(); ++i) {
+    Outputs a, b;
+    if (!run(*bes[i], p, a) || !run(*bes[i], p, b))
+      continue;
+    for (const auto& [name, data] : a) {
+      const bool same = data.size() == b[name].size() &&
+                        std::memcmp(data.data(), b[name].data(), data.size() * 8) == 0;
+      g_failures += !same;
+      std::printf("%-11s %-44s %-6s %s\n", "determinism",
+                  (bes[i]->name() + " " + describe(s, o, in)).c_str(), name.c_str(),
+                  same ? "bit-identical ok" : "DIFFERS FAIL");
+    }
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  DeviceInfo dev;
+  std::string name;
+  if (!device_info(dev, name).empty()) {
+    std::fprintf(stderr, "gdn-gpu-tests: no CUDA device (skipping)\n");
+    return 77;
+  }
+  std::printf("gdn-gpu-tests on %s (sm_%d%d)%s\n", name.c_str(), dev.major, dev.minor,
+              quick ? " --quick" : "");
+  std::vector<std::unique_ptr<Backend>> bes;
+  for (auto& b : all_backends())
+    if (b->unsupported(dev, shape(1, 64, 1, 1)).empty())
+      bes.push_back(std::move(b));
+
+  if (quick) {
+    oracle_suite({{shape(1, 64, 1, 1), true, false}, {shape(1, 100, 1, 2), true, true}}, bes);
+    // 136 scan CTAs: more than an H200's 132 SMs, so the scans take their one-stage path
+    agreement_suite({{shape(1, 130, 1, 4), true, true}, {shape(1, 70, 4, 68), true, true}}, bes,
+                    "agreement");
+    determinism_suite(shape(1, 130, 1, 2), bes);
+  } else {
+    oracle_suite({{shape(1, 64, 1, 1), true, false},
+                  {shape(2, 200, 2, 4), true, true},
+                  {shape(1, 1000, 2, 8), true, true},
+                  {shape(1, 130, 2, 2), false, true},
+                  {shape(1, 4097, 1, 2), true, false}},
+                 bes);
+    agreement_suite({{shape(2, 4097, 4, 8), true, true},
+                     {shape(3, 777, 2, 2), true, true},
+                     {shape(1, 2048, 4, 16), true, false},
+                     {shape(2, 1000, 4, 4), false, false},
+                     {shape(2, 300, 16, 64), true, true}}, // 256 scan CTAs: one-stage scans
+                    bes, "agreement");
+    fd_suite(bes);
+    agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100
+                     {shape(1, 16384, 1, 2), true, true, 0.f}}, // no decay, 16K tokens
+                    bes, "stability");
+    determinism_suite(shape(2, 1000, 2, 4), bes);
+  }
+  std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+  return g_failures ? 1 : 0;
+}
