@@ -402,16 +402,16 @@ private:
   }
 };
 
-void flow(const Value& v, std::string& out) {
+void flow(const Value& v, std::string& out, std::string_view sep) {
   switch (v.kind()) {
   case Value::Kind::List: {
     out += '[';
     bool first = true;
     for (const Value& item : v.as_list()) {
       if (!first)
-        out += ", ";
+        out += sep;
       first = false;
-      flow(item, out);
+      flow(item, out, sep);
     }
     out += ']';
     return;
@@ -421,13 +421,13 @@ void flow(const Value& v, std::string& out) {
     bool first = true;
     for (const Map::Entry* e : v.as_map().sorted()) {
       if (!first)
-        out += ", ";
+        out += sep;
       first = false;
       flow(e->first.integer ? Value(static_cast<std::int64_t>(std::stoll(e->first.text)))
                             : Value(e->first.text),
-           out);
+           out, sep);
       out += ": ";
-      flow(e->second, out);
+      flow(e->second, out, sep);
     }
     out += '}';
     return;
@@ -544,9 +544,9 @@ std::string to_yaml(const Value& root) {
   return std::move(w.out);
 }
 
-std::string to_flow_yaml(const Value& v) {
+std::string to_flow_yaml(const Value& v, std::string_view separator) {
   std::string out;
-  flow(v, out);
+  flow(v, out, separator);
   return out;
 }
 

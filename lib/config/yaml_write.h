@@ -14,7 +14,8 @@ namespace qr {
 std::string to_yaml(const Value& root);
 
 // One line of flow-style YAML (`[a, b]`, `{k: v}`), for messages and Hydra override values.
-std::string to_flow_yaml(const Value& v);
+// `separator` goes between items: ", " by default, "," for the compact pipeline text.
+std::string to_flow_yaml(const Value& v, std::string_view separator = ", ");
 
 // Python's `repr(float)` as PyYAML writes it (`1.0e-05`, `10000000.0`, `.inf`).
 std::string format_float(double d);

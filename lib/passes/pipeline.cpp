@@ -130,7 +130,7 @@ std::string option_list(const PassInfo& info) {
 }
 
 std::string format_option_value(const Value& v) {
-  return to_flow_yaml(v);
+  return to_flow_yaml(v, ",");
 }
 
 } // namespace
