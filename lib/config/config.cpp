@@ -27,15 +27,7 @@ Config::Config(std::shared_ptr<const Schema> schema, std::string profile, Value 
     : schema_(std::move(schema)), profile_(std::move(profile)), root_(std::move(root)) {}
 
 const Value* Config::find(std::string_view path) const {
-  const Value* cur = &root_;
-  for (const std::string& p : split_path(path)) {
-    if (!cur->is_map())
-      return nullptr;
-    cur = cur->as_map().find(p);
-    if (cur == nullptr)
-      return nullptr;
-  }
-  return cur;
+  return const_cast<Config*>(this)->find_mut(split_path(path));
 }
 
 const Value& Config::at(std::string_view path) const {
