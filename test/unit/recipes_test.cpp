@@ -324,3 +324,12 @@ TEST_CASE("names, aliases and combinations that do not exist") {
   CHECK_THAT(error_of([] { build("qwen35_397b", "gb300", "bf16", {}, "gdm"); }),
              Catch::Contains("unknown Megatron-Core profile 'gdm' (did you mean 'gdn'?)"));
 }
+
+TEST_CASE("--recipes-dir: the recipes/ tree on disk builds what the built-in copy builds") {
+  const Compiler from_disk(directory_data(std::string(QR_SOURCE_DIR) + "/recipes"));
+  BuildRequest req;
+  req.recipe = "qwen35_35b@gb300:fp8mx";
+  CHECK(emit_config(from_disk.build(req)) == emit_config(compiler().build(req)));
+  CHECK_THAT(error_of([] { (void)directory_data("/no/such/recipes"); }),
+             Catch::Contains("/no/such/recipes: not a directory"));
+}
