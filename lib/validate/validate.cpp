@@ -238,7 +238,7 @@ Outcome pipeline_layers(const Ctx& x) {
   if (s.first)
     given += named(kFirst, *s.first);
   if (s.last)
-    given += (given.empty() ? "" : " and ") + named(kLast, *s.last);
+    given += (given.empty() ? std::string() : std::string(" and ")) + named(kLast, *s.last);
   if (stages < 0) {
     o.problems.push_back(given + " need " + std::to_string(-stages + pp) + " pipeline stages but " +
                          named(kPp, pp) + "; Megatron-Core refuses the uneven split");
@@ -493,7 +493,7 @@ Outcome gdn_packages(const Ctx& x) {
                       "cuDNN's fast kernels in this environment (" +
                       env.source + "): ";
     for (std::size_t i = 0; i < issues.size(); ++i)
-      msg += (i == 0 ? "" : "; ") + issues[i];
+      msg += (i == 0 ? std::string() : std::string("; ")) + issues[i];
     msg += ". Install transformer-engine>=" + dotted(fp8 || fp4 ? kTeFp8Fixed : kTeGdn) +
            ", nvidia-cudnn-frontend>=" + dotted(kFrontendNanFree) +
            " and nvidia-cutlass-dsl[cu13]>=" + dotted(kCutlassDsl) +
