@@ -10,6 +10,7 @@ namespace qr::cli {
 
 void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
+void register_explain(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_gdn_bench(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_list(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_validate(CLI::App& app, GlobalOptions& global, std::function<int()>& action);

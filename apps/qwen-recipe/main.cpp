@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   qr::cli::register_build(app, global, action);
   qr::cli::register_list(app, global, action);
   qr::cli::register_diff(app, global, action);
+  qr::cli::register_explain(app, global, action);
   qr::cli::register_gdn_bench(app, global, action);
   qr::cli::register_validate(app, global, action);
 

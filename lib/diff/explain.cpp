@@ -86,22 +86,22 @@ std::vector<FieldHistory> explain_fields(const Compiler& compiler, const BuildRe
     auto f = final_leaves.find(p);
     return b == base_leaves.end() || f == final_leaves.end() || !(b->second == f->second);
   };
-  auto add_under = [&](const std::string& prefix, bool only_changed) {
-    std::size_t before = paths.size();
+  // Changed leaves under `prefix`. A path that is a leaf on one side and a section on the other
+  // (null -> section) is told through the section's fields; `_target_` goes with its section.
+  auto add_under = [&](const std::string& prefix) {
+    std::vector<std::string> found;
     for (const auto* m : {&base_leaves, &final_leaves})
       for (const auto& [p, v] : *m)
-        if (within(p, prefix) && (!only_changed || changed(p)) &&
-            std::find(paths.begin() + static_cast<std::ptrdiff_t>(before), paths.end(), p) ==
-                paths.end())
-          paths.push_back(p);
-    std::sort(paths.begin() + static_cast<std::ptrdiff_t>(before), paths.end());
+        if (within(p, prefix) && changed(p) && !p.ends_with("._target_") && p != "_target_")
+          found.push_back(p);
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    for (std::size_t i = 0; i < found.size(); ++i)
+      if (i + 1 == found.size() || !within(found[i + 1], found[i]))
+        paths.push_back(found[i]);
   };
-  if (fields.empty()) {
-    add_under("", true);
-    paths.erase(std::remove_if(paths.begin(), paths.end(),
-                               [&](const std::string& p) { return !changed(p); }),
-                paths.end());
-  }
+  if (fields.empty())
+    add_under("");
   for (const std::string& field : fields) {
     (void)split_path(field); // names empty segments precisely
     const bool leaf = base_leaves.count(field) || final_leaves.count(field);
@@ -113,7 +113,7 @@ std::vector<FieldHistory> explain_fields(const Compiler& compiler, const BuildRe
     if (!result.config.resolve(field, &why))
       throw Error("explain: " + why);
     const std::size_t before = paths.size();
-    add_under(field, true);
+    add_under(field);
     if (paths.size() == before)
       paths.push_back(field); // a section or field with no changed leaf: its own history
   }
