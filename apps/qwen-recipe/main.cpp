@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   qr::cli::register_explain(app, global, action);
   qr::cli::register_gdn_bench(app, global, action);
   qr::cli::register_validate(app, global, action);
+  qr::cli::register_launch(app, global, action);
 
   try {
     app.parse(argc, argv);
