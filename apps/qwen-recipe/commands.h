@@ -8,6 +8,7 @@
 
 namespace qr::cli {
 
+void register_completion(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_explain(CLI::App& app, GlobalOptions& global, std::function<int()>& action);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   qr::cli::register_gdn_bench(app, global, action);
   qr::cli::register_validate(app, global, action);
   qr::cli::register_launch(app, global, action);
+  qr::cli::register_completion(app, global, action);
 
   try {
     app.parse(argc, argv);
