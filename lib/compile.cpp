@@ -2,6 +2,8 @@
 
 #include "config/error.h"
 #include "config/yaml_write.h"
+#include "passes/invariants.h"
+#include "validate/validate.h"
 
 namespace qr {
 
@@ -59,9 +61,17 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
 
 BuildResult Compiler::build(const BuildRequest& req, const RunHooks& hooks) const {
   BuildResult r = prepare(req);
-  // Waivers belong to the recipe's own pipeline, not to one the user wrote.
-  const std::vector<Waiver> waivers =
-      r.recipe && req.pipeline_text.empty() ? r.recipe->variant->waivers : std::vector<Waiver>{};
+  // Waivers belong to the recipe's own pipeline, not to one the user wrote. Those naming a
+  // start-up check (validate/) are for validate_config; the pipeline takes the invariant ones.
+  std::vector<Waiver> waivers;
+  if (r.recipe && req.pipeline_text.empty())
+    for (const Waiver& w : r.recipe->variant->waivers) {
+      if (find_invariant(w.invariant) != nullptr)
+        waivers.push_back(w);
+      else if (find_check(w.invariant) == nullptr)
+        throw Error("recipe " + r.recipe->id() + " waives unknown invariant or check '" +
+                    w.invariant + "'");
+    }
   run_pipeline(r.pipeline, r.overrides, waivers, r.config, *catalog_, hooks);
   return r;
 }

@@ -71,4 +71,22 @@ void write_output(const std::string& path, const std::string& text) {
   }
 }
 
+void validate_built(const BuildResult& result, const ValidateOptions& options) {
+  const ValidationReport report = validate_config(result.config, options);
+  std::vector<const Finding*> errors;
+  for (const Finding& f : report.findings) {
+    if (f.level == Finding::Level::Error)
+      errors.push_back(&f);
+    else if (f.level == Finding::Level::Warning)
+      spdlog::warn("check '{}': {}", f.check, f.message);
+    else
+      spdlog::info("check '{}' skipped: {}", f.check, f.message);
+  }
+  for (const Finding* f : errors) {
+    if (f == errors.back())
+      throw Error("check '" + f->check + "' failed: " + f->message);
+    spdlog::error("check '{}' failed: {}", f->check, f->message);
+  }
+}
+
 } // namespace qr::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compile.h"
+#include "validate/validate.h"
 
 #include <memory>
 #include <string>
@@ -20,5 +21,10 @@ std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g);
 // Writes `text` to `path` atomically (temporary file in the same directory, then rename), or to
 // stdout when path is empty or "-". Throws qr::Error; leaves no file behind on failure.
 void write_output(const std::string& path, const std::string& text);
+
+// The start-up checks at the end of a build (build, launch): warnings and skipped checks go to
+// the log; failures are logged as `error:` lines and the last one is thrown, so every failure
+// shows as one line and the command exits 2.
+void validate_built(const BuildResult& result, const ValidateOptions& options);
 
 } // namespace qr::cli

@@ -3,8 +3,10 @@
 #include "config/error.h"
 #include "config/yaml_write.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <spdlog/spdlog.h>
 
 namespace qr::cli {
@@ -12,7 +14,8 @@ namespace {
 
 struct BuildOptions {
   std::vector<std::string> args; // RECIPE then overrides (only overrides with --base)
-  std::string gpu, precision = "bf16", profile, pipeline, base, output;
+  std::string gpu, precision = "bf16", profile, pipeline, base, output, env;
+  std::optional<std::int64_t> num_gpus;
   bool print_pipeline = false, print_after_all = false, no_header = false;
 };
 
@@ -63,6 +66,12 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
       std::fprintf(stderr, "*** Config after %s ***\n%s", step.c_str(), to_yaml(c.root()).c_str());
     };
   const BuildResult r = compiler->build(req, hooks);
+  ValidateOptions checks = validate_options_for(req, r);
+  if (o.num_gpus)
+    checks.world_size = o.num_gpus;
+  if (!o.env.empty())
+    checks.env = read_package_env(o.env);
+  validate_built(r, checks);
   write_output(o.output, emit_config(r, !o.no_header));
   return 0;
 }
@@ -93,6 +102,12 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
   cmd->add_flag("--print-after-all", opts->print_after_all,
                 "print the config to stderr after each step that changed it");
   cmd->add_flag("--no-header", opts->no_header, "leave out the comment header");
+  cmd->add_option("--num-gpus", opts->num_gpus,
+                  "world size for the start-up checks (default: the recipe's GPU count)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--env", opts->env,
+                  "the training environment for the cuDNN GDN package checks: `pip freeze` "
+                  "output or a YAML of package: version");
   cmd->footer(
       "Examples:\n"
       "  qwen-recipe build qwen35_397b --gpu gb300 > cfg.yaml\n"

@@ -31,7 +31,12 @@ int main(int argc, char** argv) {
   std::function<int()> action;
   qr::cli::register_build(app, global, action);
   qr::cli::register_list(app, global, action);
+  qr::cli::register_diff(app, global, action);
+  qr::cli::register_explain(app, global, action);
   qr::cli::register_gdn_bench(app, global, action);
+  qr::cli::register_validate(app, global, action);
+  qr::cli::register_launch(app, global, action);
+  qr::cli::register_completion(app, global, action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,287 @@
+// qwen-recipe diff A B: a semantic diff of two configs (files, '-' or recipe specs), in dyff's
+// layout or as brief, unified, dotlist or JSON output. Exit 0 same, 1 different, 2 error.
+#include "commands.h"
+#include "config/error.h"
+#include "config/yaml_read.h"
+#include "config/yaml_write.h"
+#include "diff/diff.h"
+#include "diff/explain.h"
+#include "operands.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+namespace qr::cli {
+namespace {
+
+struct DiffOptions {
+  std::string a, b, format = "human", profile;
+  bool explain = false;
+};
+
+struct Operand {
+  std::string label;
+  Value root;
+  std::optional<BuildResult> build; // recipe specs only
+};
+
+// Both sides are compared as PyYAML reads them (what Megatron-Bridge's from_yaml sees), so a
+// recipe goes through its own YAML text.
+Operand load(const Compiler& compiler, const std::string& arg, const std::string& profile) {
+  Operand op;
+  std::string text;
+  if (is_recipe_spec(arg)) {
+    BuildRequest req;
+    req.recipe = arg;
+    req.profile = profile;
+    op.build.emplace(compiler.build(req));
+    op.label = op.build->recipe->id();
+    text = emit_config(*op.build, false);
+  } else {
+    op.label = operand_label(arg);
+    text = read_operand_text(arg);
+  }
+  auto doc = parse_yaml(text, op.label);
+  op.root = doc->root == nullptr ? Value() : to_untyped_value(*doc, *doc->root);
+  return op;
+}
+
+std::string count_of(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+bool structured(const Value& v) {
+  if (v.is_map())
+    return !v.as_map().empty() && !is_atomic_map(v);
+  return v.is_list() && std::any_of(v.as_list().begin(), v.as_list().end(), structured);
+}
+
+// A value after a "- " or "+ " marker: one line when it has no nested structure, else YAML-like
+// block lines continuing at `indent`.
+void block(const Value& v, const std::string& indent, std::string& out) {
+  if (!structured(v)) {
+    out += show(v) + "\n";
+    return;
+  }
+  bool first = true;
+  auto next = [&] {
+    if (!first)
+      out += indent;
+    first = false;
+  };
+  if (v.is_list()) {
+    for (const Value& item : v.as_list()) {
+      next();
+      out += "- ";
+      block(item, indent + "  ", out);
+    }
+    return;
+  }
+  for (const Map::Entry* e : v.as_map().sorted()) {
+    next();
+    out +=
+        to_flow_yaml(e->first.integer ? Value(static_cast<std::int64_t>(std::stoll(e->first.text)))
+                                      : Value(e->first.text)) +
+        ":";
+    if (structured(e->second)) {
+      out += "\n" + indent + "  ";
+      block(e->second, indent + "  ", out);
+    } else {
+      out += " " + show(e->second) + "\n";
+    }
+  }
+}
+
+std::string explain_line(const Difference& d, const Operand& a, const Operand& b) {
+  std::string out;
+  for (const auto& [tag, op] : {std::pair{"A", &a}, std::pair{"B", &b}}) {
+    if (!op->build)
+      continue;
+    const std::string who = last_writer(*op->build, d.path());
+    out += std::string(out.empty() ? "" : "; ") + tag + ": " + (who.empty() ? "base config" : who);
+  }
+  return out;
+}
+
+std::string human(const std::vector<Difference>& diffs, const Operand& a, const Operand& b,
+                  bool explain) {
+  std::string out =
+      "between " + a.label + "\n    and " + b.label + "\nreturned " +
+      (diffs.empty() ? "no differences" : count_of(diffs.size(), "difference", "differences")) +
+      "\n";
+  std::string section = "\x01"; // no section yet
+  for (const Difference& d : diffs) {
+    if (d.section() != section) {
+      section = d.section();
+      std::size_t n = 0;
+      for (const Difference& e : diffs)
+        n += e.section() == section;
+      out += "\n[" + (section.empty() ? std::string("(root level)") : section) + "] " +
+             count_of(n, "difference", "differences") + "\n";
+    }
+    out += "\n" + (d.keys.empty() ? std::string("(root level)") : d.path()) + "\n";
+    for (const Detail& det : d.details) {
+      switch (det.kind) {
+      case Detail::Kind::ValueChange:
+      case Detail::Kind::TypeChange:
+      case Detail::Kind::OrderChange:
+        out += det.kind == Detail::Kind::ValueChange ? "  ± value change\n"
+               : det.kind == Detail::Kind::OrderChange
+                   ? "  ⇆ order changed\n"
+                   : "  ± type change from " + std::string(kind_name(det.from)) + " to " +
+                         std::string(kind_name(det.to)) + "\n";
+        out += "    - ";
+        block(det.from, "      ", out);
+        out += "    + ";
+        block(det.to, "      ", out);
+        break;
+      case Detail::Kind::ClassChange:
+        out += "  ± class change\n    - " + std::string(det.from.target()) + "\n    + " +
+               std::string(det.to.target()) + "\n";
+        break;
+      case Detail::Kind::EntriesAdded:
+      case Detail::Kind::EntriesRemoved:
+        out += det.kind == Detail::Kind::EntriesAdded ? "  + " : "  - ";
+        out += count_of(det.entries.size(), "map entry", "map entries") +
+               (det.kind == Detail::Kind::EntriesAdded ? " added:\n" : " removed:\n") + "    ";
+        block(Value(det.entries), "    ", out);
+        break;
+      case Detail::Kind::ItemsAdded:
+      case Detail::Kind::ItemsRemoved:
+        out += det.kind == Detail::Kind::ItemsAdded ? "  + " : "  - ";
+        out += count_of(det.items.size(), "list entry", "list entries") +
+               (det.kind == Detail::Kind::ItemsAdded ? " added:\n" : " removed:\n");
+        for (const Value& item : det.items) {
+          out += "    - ";
+          block(item, "      ", out);
+        }
+        break;
+      }
+    }
+    if (explain)
+      out += "  set by: " + explain_line(d, a, b) + "\n";
+  }
+  return out;
+}
+
+std::string brief(const std::vector<Difference>& diffs, const Operand& a, const Operand& b) {
+  std::string lines;
+  std::size_t n = 0;
+  for (const Difference& d : diffs)
+    for (const Detail& det : d.details) {
+      if (det.kind == Detail::Kind::EntriesAdded || det.kind == Detail::Kind::EntriesRemoved) {
+        for (const Map::Entry* e : det.entries.sorted()) {
+          lines += (det.kind == Detail::Kind::EntriesAdded ? "+ " : "- ") +
+                   (d.keys.empty() ? e->first.text : d.path() + "." + e->first.text) + "\n";
+          ++n;
+        }
+      } else if (&det == &d.details.front()) {
+        lines += "± " + d.path() + "\n";
+        ++n;
+      }
+    }
+  return "between " + a.label + " and " + b.label + ": " +
+         (n == 0 ? "no differences" : count_of(n, "difference", "differences")) + "\n" + lines;
+}
+
+std::string json(const std::vector<Difference>& diffs, const Operand& a, const Operand& b,
+                 bool explain) {
+  static const char* const kinds[] = {"value",           "type",        "entries-added",
+                                      "entries-removed", "items-added", "items-removed",
+                                      "order",           "class"};
+  std::string out = "{\"a\": " + json_string(a.label) + ", \"b\": " + json_string(b.label) +
+                    ", \"differences\": [";
+  bool first = true;
+  for (const Difference& d : diffs)
+    for (const Detail& det : d.details) {
+      out += first ? "\n  " : ",\n  ";
+      first = false;
+      out += "{\"path\": " + json_string(d.path()) + ", \"section\": " + json_string(d.section()) +
+             ", \"change\": \"" + kinds[static_cast<int>(det.kind)] + "\"";
+      if (det.kind == Detail::Kind::EntriesAdded || det.kind == Detail::Kind::EntriesRemoved)
+        out += ", \"entries\": " + to_json(Value(det.entries));
+      else if (det.kind == Detail::Kind::ItemsAdded || det.kind == Detail::Kind::ItemsRemoved)
+        out += ", \"items\": " + to_json(Value(det.items));
+      else if (det.kind == Detail::Kind::ClassChange)
+        out += ", \"from\": " + json_string(std::string(det.from.target())) +
+               ", \"to\": " + json_string(std::string(det.to.target()));
+      else
+        out += ", \"from\": " + to_json(det.from) + ", \"to\": " + to_json(det.to);
+      if (explain) {
+        out += ", \"set_by\": {";
+        bool first_side = true;
+        for (const auto& [tag, op] : {std::pair{"a", &a}, std::pair{"b", &b}})
+          if (op->build) {
+            const std::string who = last_writer(*op->build, d.path());
+            out += std::string(first_side ? "" : ", ") + "\"" + tag +
+                   "\": " + json_string(who.empty() ? "base config" : who);
+            first_side = false;
+          }
+        out += "}";
+      }
+      out += "}";
+    }
+  return out + (first ? "]}\n" : "\n]}\n");
+}
+
+int run_diff(const DiffOptions& o, const GlobalOptions& g) {
+  if (o.a == "-" && o.b == "-")
+    throw Error("only one operand can be '-' (standard input)");
+  auto compiler = make_compiler(g);
+  const Operand a = load(*compiler, o.a, o.profile);
+  const Operand b = load(*compiler, o.b, o.profile);
+  if (o.explain && !a.build && !b.build)
+    throw Error("diff --explain needs a recipe spec operand (such as qwen35_35b@gb300:fp8mx); "
+                "YAML files have no build history");
+  const std::vector<Difference> diffs = diff_values(a.root, b.root);
+  std::string out;
+  if (o.format == "human") {
+    out = human(diffs, a, b, o.explain);
+  } else if (o.format == "brief") {
+    out = brief(diffs, a, b);
+  } else if (o.format == "unified") {
+    out = unified_diff(to_yaml(a.root), to_yaml(b.root), a.label, b.label);
+  } else if (o.format == "dotlist") {
+    const std::string profile =
+        o.profile.empty() ? compiler->schema().default_profile() : o.profile;
+    for (const std::string& token : dotlist(diffs, section_defaults(compiler->schema(), profile)))
+      out += token + "\n";
+  } else {
+    out = json(diffs, a, b, o.explain);
+  }
+  write_output("", out);
+  return diffs.empty() ? 0 : 1;
+}
+
+} // namespace
+
+void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
+  auto opts = std::make_shared<DiffOptions>();
+  CLI::App* cmd = app.add_subcommand("diff", "semantic diff of two configs: files, '-' or recipe "
+                                             "specs (exit 0 same, 1 different, 2 error)");
+  cmd->add_option("a", opts->a,
+                  "the old config: a YAML file, '-' for standard input, or a recipe "
+                  "spec MODEL@GPU[:PRECISION]")
+      ->required();
+  cmd->add_option("b", opts->b, "the new config, in the same forms")->required();
+  cmd->add_option("-o,--output", opts->format,
+                  "human (default: dyff's layout, grouped by section), brief (one path a line), "
+                  "unified (diff -u of the canonical YAML), dotlist (the Hydra overrides that turn "
+                  "A into B) or json")
+      ->check(CLI::IsMember({"human", "brief", "unified", "dotlist", "json"}));
+  cmd->add_flag("--explain", opts->explain,
+                "name the pass or override that set each changed path (recipe specs)");
+  cmd->add_option("--mcore", opts->profile,
+                  "Megatron-Core profile for recipe specs: pinned (default) or gdn");
+  cmd->footer("Examples:\n"
+              "  qwen-recipe diff qwen35_35b@gb300:bf16 qwen35_35b@gb300:fp8mx --explain\n"
+              "  qwen-recipe diff old.yaml new.yaml -o unified\n"
+              "  qwen-recipe diff qwen35_397b@gb300 qwen35_397b@vr200 -o dotlist\n"
+              "  qwen-recipe build qwen3_30b --gpu b200 | qwen-recipe diff - qwen3_30b@b200");
+  cmd->fallthrough();
+  cmd->callback(
+      [opts, &global, &action] { action = [opts, &global] { return run_diff(*opts, global); }; });
+}
+
+} // namespace qr::cli

@@ -1,0 +1,85 @@
+// qwen-recipe explain RECIPE --gpu G [FIELD...] [OVERRIDES...]: for each field, the final value,
+// the base value, and every pass or override that changed it, in order.
+#include "commands.h"
+#include "config/error.h"
+#include "diff/diff.h"
+#include "diff/explain.h"
+
+#include <memory>
+
+namespace qr::cli {
+namespace {
+
+struct ExplainOptions {
+  std::vector<std::string> args; // RECIPE, then fields and overrides in any order
+  std::string gpu, precision = "bf16", profile;
+};
+
+std::string shown(const std::optional<Value>& v) {
+  return v ? show(*v) : "(absent)";
+}
+
+int run_explain(const ExplainOptions& o, const GlobalOptions& g) {
+  if (o.args.empty())
+    throw Error("no recipe given; e.g. qwen-recipe explain qwen35_397b --gpu gb300 "
+                "model.cuda_graph_impl");
+  auto compiler = make_compiler(g);
+  BuildRequest req;
+  req.recipe = o.args.front();
+  req.gpu = o.gpu;
+  req.precision = o.precision;
+  req.profile = o.profile;
+  std::vector<std::string> fields;
+  // Overrides have an '=' or a Hydra prefix; anything else names a field.
+  for (auto it = o.args.begin() + 1; it != o.args.end(); ++it)
+    if (it->find('=') != std::string::npos || it->starts_with("~") || it->starts_with("+"))
+      req.overrides.push_back(*it);
+    else
+      fields.push_back(*it);
+  const BuildResult r = compiler->build(req);
+  const std::vector<FieldHistory> histories = explain_fields(*compiler, r, fields);
+  const std::size_t n = histories.size();
+  std::string out = r.recipe->id() + " (Megatron-Core profile " + r.config.profile() +
+                    "): " + std::to_string(n) + (n == 1 ? " field" : " fields") +
+                    (fields.empty() ? " differ from the model's base config" : "") + "\n";
+  for (const FieldHistory& h : histories) {
+    out += "\n" + h.path + ": " + shown(h.final) + "\n";
+    out +=
+        "  base: " + (h.base ? show(*h.base) + " (" + h.base_origin + ")" : h.base_origin) + "\n";
+    if (h.steps.empty())
+      out += "  no pass or override changed it\n";
+    for (const FieldStep& s : h.steps)
+      out += "  " + s.who + (s.via.empty() ? "" : ", replacing " + s.via) + ": " +
+             (s.before == s.after ? shown(s.after) + " (unchanged)"
+                                  : shown(s.before) + " -> " + shown(s.after)) +
+             "\n";
+  }
+  write_output("", out);
+  return 0;
+}
+
+} // namespace
+
+void register_explain(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
+  auto opts = std::make_shared<ExplainOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain", "show where a recipe's values come from: base value, then each pass or override "
+                 "that changed them");
+  cmd->add_option("args", opts->args,
+                  "RECIPE (a model, or MODEL@GPU[:PRECISION]), then FIELDs (dotted paths; a "
+                  "section names the fields under it that changed) and Hydra overrides; with no "
+                  "FIELD, every field that differs from the model's base config");
+  cmd->add_option("--gpu", opts->gpu, "gb300, gb200, b300, b200, h100 or vr200");
+  cmd->add_option("--precision", opts->precision, "bf16 (default), fp8cs or fp8mx");
+  cmd->add_option("--mcore", opts->profile, "Megatron-Core profile: pinned (default) or gdn");
+  cmd->footer("Examples:\n"
+              "  qwen-recipe explain qwen35_397b --gpu gb300 model.cuda_graph_impl\n"
+              "  qwen-recipe explain qwen35_35b@gb300:fp8mx --mcore gdn model\n"
+              "  qwen-recipe explain qwen3_30b --gpu h100 train train.micro_batch_size=2");
+  cmd->fallthrough();
+  cmd->callback([opts, &global, &action] {
+    action = [opts, &global] { return run_explain(*opts, global); };
+  });
+}
+
+} // namespace qr::cli

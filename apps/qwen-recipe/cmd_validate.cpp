@@ -1,0 +1,86 @@
+// qwen-recipe validate: the start-up checks (parallelism arithmetic, cuDNN GDN packages) on a
+// config file, standard input or a recipe spec. The report goes to stdout; exit 2 on errors.
+#include "commands.h"
+#include "config/error.h"
+#include "operands.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace qr::cli {
+namespace {
+
+struct ValidateCliOptions {
+  std::string config, env, profile;
+  std::optional<std::int64_t> num_gpus;
+};
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
+  auto compiler = make_compiler(g);
+  ValidateOptions options;
+  std::optional<Config> config;
+  const std::string label = operand_label(o.config);
+  if (is_recipe_spec(o.config)) {
+    BuildRequest req;
+    req.recipe = o.config;
+    req.profile = o.profile;
+    BuildResult r = compiler->build(req);
+    options = validate_options_for(req, r);
+    config.emplace(std::move(r.config));
+  } else {
+    config.emplace(
+        load_config_text(compiler->schema(), read_operand_text(o.config), label, o.profile));
+  }
+  if (o.num_gpus)
+    options.world_size = o.num_gpus;
+  if (!o.env.empty())
+    options.env = read_package_env(o.env);
+  const ValidationReport report = validate_config(*config, options);
+  std::string out = label + ": " + report.layout + "\n";
+  for (const Finding& f : report.findings)
+    out += format_finding(f) + "\n";
+  const std::size_t errors = report.count(Finding::Level::Error);
+  out += label + ": " + plural(errors, "error") + ", " +
+         plural(report.count(Finding::Level::Warning), "warning") + ", " +
+         std::to_string(report.count(Finding::Level::Skipped)) + " skipped (" +
+         std::to_string(report.checks) + " checks ran)\n";
+  write_output("", out);
+  return errors > 0 ? 2 : 0;
+}
+
+} // namespace
+
+void register_validate(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
+  auto opts = std::make_shared<ValidateCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "check a config's parallelism arithmetic and GDN packages before a job starts");
+  cmd->add_option("config", opts->config,
+                  "a YAML config file, '-' for standard input, or a recipe spec "
+                  "MODEL@GPU[:PRECISION] (built, with the recipe's GPU count and waivers)")
+      ->required();
+  cmd->add_option("--num-gpus", opts->num_gpus,
+                  "world size; without it, the checks that need it are skipped (a recipe spec "
+                  "has its own)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--env", opts->env,
+                  "the training environment: `pip freeze` output or a YAML of package: version; "
+                  "without it, the cuDNN GDN package checks are skipped");
+  cmd->add_option("--mcore", opts->profile,
+                  "Megatron-Core profile to read the file with (default: the first that fits)");
+  cmd->footer("Exit codes: 0 no errors (warnings allowed), 2 errors.\n"
+              "Examples:\n"
+              "  qwen-recipe validate cfg.yaml --num-gpus 64\n"
+              "  pip freeze > env.txt; qwen-recipe validate cfg.yaml --num-gpus 8 --env env.txt\n"
+              "  qwen-recipe validate qwen35_397b@b200");
+  cmd->fallthrough();
+  cmd->callback([opts, &global, &action] {
+    action = [opts, &global] { return run_validate(*opts, global); };
+  });
+}
+
+} // namespace qr::cli

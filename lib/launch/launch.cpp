@@ -1,0 +1,215 @@
+#include "launch/launch.h"
+
+#include "config/error.h"
+#include "config/yaml_write.h"
+#include "diff/diff.h"
+
+#include <algorithm>
+
+namespace qr {
+namespace {
+
+// run_script.py takes no config file: it builds its recipe by name. This loader, run on every
+// rank, makes its recipe look-up return our YAML (ConfigContainer.from_yaml, the inverse of the
+// to_yaml our output matches) and then runs run_script.main() unchanged, so every argparse-driven
+// step of the entry point still applies. argv: MEGATRON_BRIDGE CONFIG run_script-flags...
+const char* const kLoader =
+    R"PY(import sys
+sys.path.insert(0, sys.argv[1] + "/scripts/performance")
+import run_script
+from megatron.bridge.training.config import ConfigContainer
+config = sys.argv[2]
+if not hasattr(run_script, "get_perf_recipe_by_name"):
+    sys.exit("qwen-recipe launch: run_script.py has no get_perf_recipe_by_name to load " + config + " with; see docs/launch.md")
+run_script.get_perf_recipe_by_name = lambda **_: ConfigContainer.from_yaml(config)
+sys.argv = ["run_script.py", *sys.argv[3:]]
+run_script.main())PY";
+
+// Megatron-Bridge's names for the precisions (argument_parser.py --compute_dtype).
+std::string compute_dtype(const std::string& precision) {
+  if (precision == "fp8cs")
+    return "fp8_cs";
+  if (precision == "fp8mx")
+    return "fp8_mx";
+  return precision;
+}
+
+std::string env_text(const Value& v) {
+  return v.is_str() ? v.as_str() : to_flow_yaml(v);
+}
+
+// The environment block shared by both scripts: the recipe's values are defaults, so a value
+// already in the job's environment wins, as in Megatron-Bridge's bootstrap.py (setdefault).
+std::string env_block(const LaunchPlan& plan) {
+  std::string out =
+      "# The recipe's env_vars. A variable already set in the job's environment wins, "
+      "as in\n# Megatron-Bridge's scripts/performance/bootstrap.py.\n"
+      "default_env() { if [ -z \"${!1+x}\" ]; then export \"$1=$2\"; fi; }\n";
+  for (const Map::Entry* e : plan.env.sorted())
+    out += "default_env " + e->first.text + " " + shell_quote(env_text(e->second)) + "\n";
+  return out;
+}
+
+std::string loader_block() {
+  return std::string("read -r -d '' LOADER <<'PY' || true\n") + kLoader + "\nPY\n";
+}
+
+std::string entry_line(const LaunchPlan& plan) {
+  std::string out = "python -c \"$LOADER\" \"$MEGATRON_BRIDGE\" \"$CONFIG\"";
+  for (const std::string& a : plan.entry_args)
+    out.append(1, ' ').append(shell_quote(a));
+  return out;
+}
+
+std::string header(const LaunchPlan& plan, const std::string& kind) {
+  return "# " + kind + " for " + plan.recipe + ", written by qwen-recipe launch.\n" +
+         "# Config: " + plan.config_path + " (" + plan.command + ")\n" +
+         "# Runs Megatron-Bridge's performance entry point, scripts/performance/run_script.py, on "
+         "that\n# config: " +
+         std::to_string(plan.nodes) + " nodes x " + std::to_string(plan.gpus_per_node) +
+         " GPUs = " + std::to_string(plan.num_gpus) + " ranks. See docs/launch.md.\n";
+}
+
+std::string config_lines(const LaunchPlan& plan) {
+  return "# A relative path is taken from the directory the job starts in.\n"
+         "CONFIG=\"$(realpath " +
+         shell_quote(plan.config_path) +
+         ")\"\n"
+         "MEGATRON_BRIDGE=" +
+         shell_quote(plan.megatron_bridge) + "\n";
+}
+
+} // namespace
+
+std::string shell_quote(std::string_view s) {
+  const bool safe = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  });
+  if (safe)
+    return std::string(s);
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) {
+  if (!result.recipe)
+    throw Error("launch needs a recipe (its GPU count and GPU type pick the nodes)");
+  const RecipeSpec& spec = *result.recipe;
+  LaunchPlan plan;
+  plan.recipe = spec.id();
+  plan.num_gpus = spec.entry->num_gpus;
+  plan.gpus_per_node = options.gpus_per_node > 0 ? options.gpus_per_node : spec.gpu->gpus_per_node;
+  if (plan.num_gpus % plan.gpus_per_node != 0)
+    throw Error(spec.id() + " runs on " + std::to_string(plan.num_gpus) +
+                " GPUs, which do not fill whole nodes of " + std::to_string(plan.gpus_per_node) +
+                " (--gpus-per-node)");
+  plan.nodes = plan.num_gpus / plan.gpus_per_node;
+  plan.job_name = options.job_name.empty()
+                      ? spec.model->name + "-" + spec.gpu->name + "-" + spec.precision
+                      : options.job_name;
+  plan.config_path = options.config_path;
+  plan.megatron_bridge = options.megatron_bridge;
+  plan.command = result.command;
+  if (const Value* env = result.config.find("env_vars"); env != nullptr && env->is_map())
+    plan.env = env->as_map();
+  for (const Map::Entry& e : plan.env) {
+    const std::string& name = e.first.text;
+    const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](char c) {
+                              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                            });
+    if (!identifier)
+      throw Error("env_vars." + name + " is not a shell variable name; a launch cannot export it");
+    if (!e.second.is_scalar() || e.second.is_null())
+      throw Error("env_vars." + name + " is " + brief(e.second) +
+                  "; environment variables take scalar values");
+  }
+  const std::string& recipe_name =
+      spec.model->names.empty() ? spec.model->name : spec.model->names.front();
+  plan.entry_args = {"--domain", "qwen3vl",
+                     "-m",       "qwen_vl",
+                     "-mr",      recipe_name,
+                     "--task",   "pretrain",
+                     "-ng",      std::to_string(plan.num_gpus),
+                     "-g",       spec.gpu->name,
+                     "-c",       compute_dtype(spec.precision)};
+  return plan;
+}
+
+std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
+  std::string out = "#!/bin/bash\n" + header(plan, "Slurm batch script") +
+                    "# Submit: sbatch <this file>, from the directory that holds the config.\n";
+  auto sbatch = [&](const std::string& opt) { out += "#SBATCH " + opt + "\n"; };
+  sbatch("--job-name=" + shell_quote(plan.job_name));
+  sbatch("--nodes=" + std::to_string(plan.nodes));
+  sbatch("--ntasks-per-node=" + std::to_string(plan.gpus_per_node));
+  sbatch("--gpus-per-node=" + std::to_string(plan.gpus_per_node));
+  sbatch("--exclusive");
+  if (!options.account.empty())
+    sbatch("--account=" + shell_quote(options.account));
+  if (!options.partition.empty())
+    sbatch("--partition=" + shell_quote(options.partition));
+  sbatch("--time=" + shell_quote(options.time_limit));
+  sbatch("--output=%x-%j.out");
+  out += "\nset -euo pipefail\n\n" + config_lines(plan) + "\n" + env_block(plan) +
+         "\n# torch.distributed rendezvous: the first node, and a port from the job id (Megatron-"
+         "Bridge\n# reads ranks from SLURM_PROCID, SLURM_LOCALID and SLURM_NTASKS).\n"
+         "# (The whole list is read: `| head -n 1` would kill scontrol with SIGPIPE on big "
+         "jobs, and\n# pipefail would end the job.)\n"
+         "mapfile -t NODES < <(scontrol show hostnames \"$SLURM_JOB_NODELIST\")\n"
+         "export MASTER_ADDR=\"${NODES[0]}\"\n"
+         "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n\n" +
+         loader_block() + "\n# One rank per GPU.\nsrun";
+  if (!options.container_image.empty()) {
+    std::string mounts = "$(dirname \"$CONFIG\"):$(dirname \"$CONFIG\")";
+    for (const std::string& m : options.container_mounts)
+      mounts += "," + m;
+    out += " --container-image=" + shell_quote(options.container_image) +
+           " \\\n  --container-mounts=\"" + mounts + "\" --container-writable";
+  }
+  out += " \\\n  " + entry_line(plan) + "\n";
+  return out;
+}
+
+std::string torchrun_script(const LaunchPlan& plan) {
+  std::string out = "#!/bin/bash\n" + header(plan, "torchrun launch") +
+                    "# Run it on every node, with NODE_RANK (0-" + std::to_string(plan.nodes - 1) +
+                    ") and MASTER_ADDR (node 0's address) set.\n\nset -euo pipefail\n\n" +
+                    config_lines(plan) + "\n" + env_block(plan) + "\n" + loader_block() +
+                    "\ntorchrun --nnodes=" + std::to_string(plan.nodes) +
+                    " --nproc-per-node=" + std::to_string(plan.gpus_per_node) +
+                    " \\\n  --node-rank=\"${NODE_RANK:?set NODE_RANK}\" "
+                    "--master-addr=\"${MASTER_ADDR:?set MASTER_ADDR}\" "
+                    "--master-port=\"${MASTER_PORT:-29500}\" \\\n  --no-python " +
+                    entry_line(plan) + "\n";
+  return out;
+}
+
+std::string launch_json(const LaunchPlan& plan, const LaunchOptions& options) {
+  auto str = [](const std::string& s) { return json_string(s); };
+  auto list = [&](const std::vector<std::string>& v) {
+    std::string out = "[";
+    for (const std::string& s : v)
+      out += (out.size() > 1 ? ", " : "") + str(s);
+    return out + "]";
+  };
+  std::vector<std::string> argv{"python", "-c", kLoader, plan.megatron_bridge, plan.config_path};
+  argv.insert(argv.end(), plan.entry_args.begin(), plan.entry_args.end());
+  return "{\n  \"recipe\": " + str(plan.recipe) + ",\n  \"command\": " + str(plan.command) +
+         ",\n  \"config\": " + str(plan.config_path) + ",\n  \"job_name\": " + str(plan.job_name) +
+         ",\n  \"num_gpus\": " + std::to_string(plan.num_gpus) +
+         ",\n  \"gpus_per_node\": " + std::to_string(plan.gpus_per_node) +
+         ",\n  \"nodes\": " + std::to_string(plan.nodes) +
+         ",\n  \"env\": " + to_json(Value(plan.env)) + ",\n  \"entry_point\": " +
+         str(plan.megatron_bridge + "/scripts/performance/run_script.py") +
+         ",\n  \"entry_args\": " + list(plan.entry_args) + ",\n  \"argv\": " + list(argv) +
+         ",\n  \"slurm\": {\"account\": " + str(options.account) +
+         ", \"partition\": " + str(options.partition) + ", \"time\": " + str(options.time_limit) +
+         ", \"container_image\": " + str(options.container_image) +
+         ", \"container_mounts\": " + list(options.container_mounts) + "}\n}\n";
+}
+
+} // namespace qr

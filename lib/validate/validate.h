@@ -1,0 +1,86 @@
+// Start-up checks of a finished config: the parallelism arithmetic that Megatron-Core and
+// Megatron-Bridge would otherwise refuse at initialization (on hundreds of GPUs, minutes into a
+// job), and the cuDNN GDN package checks of the GDN branch. Checks only read the config; the
+// rules and where each comes from are in docs/validate.md.
+#pragma once
+
+#include "compile.h"
+#include "config/config.h"
+#include "passes/pipeline.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qr {
+
+struct CheckInfo {
+  std::string name;
+  std::string summary;
+  std::string source; // the upstream check it mirrors
+};
+
+// Every check, in the order they run.
+const std::vector<CheckInfo>& check_registry();
+const CheckInfo* find_check(std::string_view name);
+
+// Installed Python distributions by normalized name (PEP 503: lower case, runs of `-_.` as
+// `-`), as `pip freeze` prints them or as a YAML mapping of package -> version. A version is
+// empty when the distribution is installed from a URL (`name @ file:///...`).
+struct PackageEnv {
+  std::string source;
+  std::map<std::string, std::string, std::less<>> versions;
+
+  [[nodiscard]] const std::string* version(std::string_view name) const;
+};
+
+// Throws qr::Error naming the source and line of anything that is neither.
+PackageEnv parse_package_env(std::string_view text, const std::string& source);
+PackageEnv read_package_env(const std::string& path);
+
+// A Python-style release tuple: the leading integers of the first three dot components, local
+// label dropped, zero-padded ("4.6" -> 4.6.0, "1.29.0rc1" -> 1.29.0); empty when nothing parses.
+std::vector<int> release_tuple(std::string_view version);
+
+struct Finding {
+  enum class Level { Error, Warning, Skipped };
+  Level level = Level::Error;
+  std::string check;
+  std::string message;
+};
+
+struct ValidateOptions {
+  std::optional<std::int64_t> world_size; // absent: the checks that need it are skipped
+  std::optional<PackageEnv> env;          // absent: the package checks are skipped
+  // A recipe's waivers: a failing check it names becomes a warning that gives the reason.
+  std::vector<Waiver> waivers;
+};
+
+struct ValidationReport {
+  std::vector<Finding> findings;
+  int checks = 0;     // checks that applied to this config
+  std::string layout; // "world 64 = TP 1 x PP 1 x CP 1 x DP 64; ...", or what is known of it
+
+  [[nodiscard]] std::size_t count(Finding::Level level) const;
+};
+
+ValidationReport validate_config(const Config& config, const ValidateOptions& options);
+
+// "error: check 'pipeline-layers' failed: ...", "warning: ...", "skipped: ...".
+std::string format_finding(const Finding& f);
+
+// A config file's text typed by the schema, as `build --base` reads it (missing fields take
+// their defaults). With no profile, the first Megatron-Core profile that can type it (the
+// default first), so a YAML built with `--mcore gdn` validates without saying so again. The
+// Config refers to `schema`, which must outlive it.
+Config load_config_text(const Schema& schema, std::string_view text, const std::string& source,
+                        const std::string& profile);
+
+// The options a build's own validation uses: the recipe's GPU count as the world size, and its
+// waivers when the build ran the recipe's own pipeline.
+ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result);
+
+} // namespace qr

@@ -1,0 +1,367 @@
+// Start-up checks: one failing case (at least) per rule, the waivers of shipped recipes, and the
+// cuDNN GDN package checks against environments.
+#include "helpers.h"
+#include "validate/validate.h"
+
+using namespace qr;
+using qr::test::build;
+using qr::test::error_of;
+
+namespace {
+
+// Findings of one check, formatted, for a config built from `recipe` with `overrides`.
+std::vector<std::string> findings(const BuildResult& r, const std::string& check,
+                                  std::optional<std::int64_t> world = 8,
+                                  std::optional<PackageEnv> env = std::nullopt) {
+  ValidateOptions o;
+  o.world_size = world;
+  o.env = std::move(env);
+  std::vector<std::string> out;
+  for (const Finding& f : validate_config(r.config, o).findings)
+    if (f.check == check)
+      out.push_back(format_finding(f));
+  return out;
+}
+
+// qwen35_35b on B200: 8 GPUs, TP 1, PP 1, EP 8, 40 layers, 16 heads in 2 groups, GDN 16/32.
+BuildResult b200(const std::vector<std::string>& overrides = {}) {
+  return build("qwen35_35b", "b200", "bf16", overrides);
+}
+
+std::string only(const std::vector<std::string>& v) {
+  REQUIRE(v.size() == 1);
+  return v.front();
+}
+
+} // namespace
+
+TEST_CASE("validate: a shipped recipe passes with its own world size") {
+  const BuildResult r = b200();
+  ValidateOptions o;
+  o.world_size = 8;
+  const ValidationReport rep = validate_config(r.config, o);
+  CHECK(rep.count(Finding::Level::Error) == 0);
+  CHECK(rep.checks == 7);
+  CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
+}
+
+TEST_CASE("validate: world size divisible by TP x PP x CP") {
+  CHECK_THAT(
+      only(findings(b200({"model.pipeline_model_parallel_size=2"}), "world-size-divisible", 9)),
+      Catch::StartsWith("error: check 'world-size-divisible' failed: world size 9 is not "
+                        "divisible by TP x PP x CP = model.tensor_model_parallel_size=1 x "
+                        "model.pipeline_model_parallel_size=2 x "
+                        "model.context_parallel_size=1 = 2"));
+  CHECK(findings(b200(), "world-size-divisible", 16).empty());
+  CHECK_THAT(only(findings(b200(), "world-size-divisible", std::nullopt)),
+             Catch::StartsWith("skipped: check 'world-size-divisible': no world size"));
+}
+
+TEST_CASE("validate: EP x ETP fits the expert-data-parallel group") {
+  CHECK_THAT(only(findings(b200(), "expert-parallel-fits", 12)),
+             Catch::Contains("ETP x EP x PP = model.expert_tensor_parallel_size=1 x "
+                             "model.expert_model_parallel_size=8 x "
+                             "model.pipeline_model_parallel_size=1 = 8 does not divide world size "
+                             "12"));
+  CHECK(findings(b200(), "expert-parallel-fits", 16).empty());
+  // ETP unset means TP.
+  CHECK_THAT(only(findings(b200({"model.expert_tensor_parallel_size=null",
+                                 "model.tensor_model_parallel_size=2"}),
+                           "expert-parallel-fits", 8)),
+             Catch::Contains("model.expert_tensor_parallel_size=null (so TP, 2)"));
+}
+
+TEST_CASE("validate: experts divisible by EP") {
+  CHECK_THAT(
+      only(findings(b200({"model.expert_model_parallel_size=3"}), "experts-divisible-by-ep")),
+      Catch::Contains("model.num_moe_experts=256 is not divisible by "
+                      "model.expert_model_parallel_size=3"));
+}
+
+TEST_CASE("validate: global batch divisible by micro batch x DP") {
+  CHECK_THAT(only(findings(b200({"train.global_batch_size=500"}), "global-batch-divisible")),
+             Catch::Contains("train.global_batch_size=500 is not divisible by "
+                             "train.micro_batch_size=1 x DP 8 = 8"));
+  CHECK_THAT(only(findings(b200({"train.micro_batch_size=3"}), "global-batch-divisible", 16)),
+             Catch::Contains("train.micro_batch_size=3 x DP 16 = 48"));
+  CHECK(findings(b200(), "global-batch-divisible", 16).empty());
+}
+
+TEST_CASE("validate: layers split over PP, honouring first/last-stage counts") {
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=3"}), "pipeline-layers", 9)),
+             Catch::Contains("model.num_layers=40 is not divisible by "
+                             "model.pipeline_model_parallel_size=3"));
+  // 10 + 2 x 10 + 10 = 40 is fine; 10 + 19 over two middle stages is not.
+  CHECK(findings(b200({"model.pipeline_model_parallel_size=4",
+                       "model.num_layers_in_first_pipeline_stage=10",
+                       "model.num_layers_in_last_pipeline_stage=10"}),
+                 "pipeline-layers")
+            .empty());
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=4",
+                                 "model.num_layers_in_first_pipeline_stage=10",
+                                 "model.num_layers_in_last_pipeline_stage=11"}),
+                           "pipeline-layers")),
+             Catch::Contains("leave 19 of model.num_layers=40 for 2 middle stages") &&
+                 Catch::Contains("does not divide evenly"));
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=2",
+                                 "model.num_layers_in_first_pipeline_stage=17",
+                                 "model.num_layers_in_last_pipeline_stage=20"}),
+                           "pipeline-layers")),
+             Catch::Contains("leave 3 of model.num_layers=40 for 0 middle stages"));
+  CHECK_THAT(only(findings(b200({"model.num_layers_in_first_pipeline_stage=17",
+                                 "model.num_layers_in_last_pipeline_stage=23"}),
+                           "pipeline-layers")),
+             Catch::Contains("need 2 pipeline stages but model.pipeline_model_parallel_size=1"));
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=2",
+                                 "model.num_layers_in_first_pipeline_stage=0"}),
+                           "pipeline-layers")),
+             Catch::Contains("model.num_layers_in_first_pipeline_stage=0 must be larger than 0"));
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=2",
+                                 "model.num_layers_in_first_pipeline_stage=20",
+                                 "model.account_for_loss_in_pipeline_split=true"}),
+                           "pipeline-layers")),
+             Catch::Contains("cannot be combined with"));
+  // The embedding and loss stand-ins count: 40 + 1 + 1 over 2 stages is fine, over 4 is not.
+  CHECK(findings(b200({"model.pipeline_model_parallel_size=2",
+                       "model.account_for_embedding_in_pipeline_split=true",
+                       "model.account_for_loss_in_pipeline_split=true"}),
+                 "pipeline-layers")
+            .empty());
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=4",
+                                 "model.account_for_embedding_in_pipeline_split=true",
+                                 "model.account_for_loss_in_pipeline_split=true"}),
+                           "pipeline-layers")),
+             Catch::Contains("model.num_layers=40 + 1 (model.account_for_embedding_in_pipeline_"
+                             "split) + 1 (model.account_for_loss_in_pipeline_split) is not "
+                             "divisible by model.pipeline_model_parallel_size=4"));
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=3",
+                                 "model.pipeline_model_parallel_layout='Et*13|t*13|t*14L'"}),
+                           "pipeline-layers", 9)),
+             Catch::StartsWith("skipped: check 'pipeline-layers': "
+                               "model.pipeline_model_parallel_layout is set"));
+}
+
+TEST_CASE("validate: VP needs PP > 1") {
+  CHECK_THAT(only(findings(b200({"model.virtual_pipeline_model_parallel_size=2"}),
+                           "virtual-pipeline-needs-pp")),
+             Catch::Contains("model.virtual_pipeline_model_parallel_size=2 needs "
+                             "model.pipeline_model_parallel_size > 1, but it is 1"));
+}
+
+TEST_CASE("validate: every virtual pipeline stage holds the same number of layers") {
+  CHECK_THAT(only(findings(b200({"model.pipeline_model_parallel_size=2",
+                                 "model.virtual_pipeline_model_parallel_size=3"}),
+                           "virtual-pipeline-layers")),
+             Catch::Contains("gives 20 layers per stage, not divisible by "
+                             "model.virtual_pipeline_model_parallel_size=3"));
+  CHECK(findings(b200({"model.pipeline_model_parallel_size=2",
+                       "model.virtual_pipeline_model_parallel_size=4"}),
+                 "virtual-pipeline-layers")
+            .empty());
+  const std::vector<std::string> uneven{
+      "model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=4",
+      "model.num_layers_in_first_pipeline_stage=8", "model.num_layers_in_last_pipeline_stage=8"};
+  CHECK(findings(b200(uneven), "virtual-pipeline-layers").empty());
+  auto bad = uneven;
+  bad[2] = "model.num_layers_in_first_pipeline_stage=10";
+  bad[3] = "model.num_layers_in_last_pipeline_stage=10";
+  const auto f = findings(b200(bad), "virtual-pipeline-layers");
+  REQUIRE(f.size() == 3);
+  CHECK_THAT(f[0], Catch::Contains("model.num_layers_in_first_pipeline_stage=10 is not divisible "
+                                   "by model.virtual_pipeline_model_parallel_size=4"));
+  CHECK_THAT(f[2], Catch::Contains("the 10 layers of each middle pipeline stage"));
+}
+
+TEST_CASE("validate: attention heads and query groups against TP") {
+  CHECK_THAT(only(findings(b200({"model.tensor_model_parallel_size=3"}),
+                           "attention-heads-divisible-by-tp", 9)),
+             Catch::Contains("model.num_attention_heads=16 is not divisible by "
+                             "model.tensor_model_parallel_size=3"));
+  // Two groups on TP 4: the groups are replicated, which Megatron-Core allows.
+  CHECK(findings(b200({"model.tensor_model_parallel_size=4"}), "query-groups-fit-tp").empty());
+  CHECK_THAT(only(findings(b200({"model.tensor_model_parallel_size=2", "model.num_query_groups=3"}),
+                           "query-groups-fit-tp")),
+             Catch::Contains("model.num_query_groups=3 is neither a multiple nor a divisor of "
+                             "model.tensor_model_parallel_size=2"));
+}
+
+TEST_CASE("validate: GDN key and value heads divisible by TP x CP") {
+  const auto f = findings(b200({"model.context_parallel_size=3"}), "gdn-heads-divisible", 24);
+  REQUIRE(f.size() == 2);
+  CHECK_THAT(f[0], Catch::Contains("model.linear_num_key_heads=16 is not divisible by TP x CP = "
+                                   "model.tensor_model_parallel_size=1 x "
+                                   "model.context_parallel_size=3 = 3"));
+  CHECK_THAT(f[1], Catch::Contains("model.linear_num_value_heads=32"));
+  // Qwen3-VL has no GDN layers.
+  CHECK(findings(build("qwen3_30b", "b200", "bf16", {"model.context_parallel_size=3"}),
+                 "gdn-heads-divisible", 24)
+            .empty());
+}
+
+TEST_CASE("validate: sequence parallel needs TP > 1") {
+  CHECK_THAT(only(findings(b200({"model.sequence_parallel=true"}), "sequence-parallel-needs-tp")),
+             Catch::Contains("model.sequence_parallel=true needs tensor parallelism, but "
+                             "model.tensor_model_parallel_size=1"));
+  CHECK(findings(b200({"model.sequence_parallel=true", "model.tensor_model_parallel_size=2"}),
+                 "sequence-parallel-needs-tp")
+            .empty());
+}
+
+TEST_CASE("validate: sequence lengths fit CP and SP") {
+  CHECK(findings(b200({"model.context_parallel_size=2"}), "seq-length-cp-sp", 16).empty());
+  const auto f = findings(
+      b200({"model.context_parallel_size=2", "model.seq_length=4098", "dataset.seq_length=4098"}),
+      "seq-length-cp-sp", 16);
+  REQUIRE(f.size() == 2);
+  CHECK_THAT(f[0], Catch::Contains("model.seq_length=4098 is not a multiple of 4 (2 x "
+                                   "model.context_parallel_size=2"));
+  CHECK_THAT(f[1], Catch::Contains("dataset.seq_length=4098"));
+  CHECK_THAT(only(findings(b200({"model.tensor_model_parallel_size=4",
+                                 "model.sequence_parallel=true", "model.seq_length=4098"}),
+                           "seq-length-cp-sp")),
+             Catch::Contains("model.seq_length=4098 is not a multiple of 4 (TP x CP with "
+                             "model.sequence_parallel (4 x 1)"));
+}
+
+TEST_CASE("validate: shipped recipes build and validate clean or waived, both profiles") {
+  for (const RecipeSpec& s : qr::test::compiler().catalog().all())
+    for (const char* profile : {"pinned", "gdn"}) {
+      CAPTURE(s.id(), profile);
+      BuildRequest req;
+      req.recipe = s.id();
+      req.profile = profile;
+      const BuildResult r = qr::test::compiler().build(req);
+      const ValidationReport rep = validate_config(r.config, validate_options_for(req, r));
+      CHECK(rep.count(Finding::Level::Error) == 0);
+      // A waiver that no longer fires is stale.
+      for (const Waiver& w : r.recipe->variant->waivers)
+        if (find_check(w.invariant) != nullptr)
+          CHECK(std::any_of(rep.findings.begin(), rep.findings.end(), [&](const Finding& f) {
+            return f.check == w.invariant && f.level == Finding::Level::Warning;
+          }));
+    }
+}
+
+TEST_CASE("validate: a waived check warns with the recipe's reason; without it, it fails") {
+  BuildRequest req;
+  req.recipe = "qwen35_397b@b200";
+  const BuildResult r = qr::test::compiler().build(req);
+  const ValidationReport waived = validate_config(r.config, validate_options_for(req, r));
+  CHECK_THAT(format_finding(waived.findings.front()),
+             Catch::StartsWith("warning: check 'pipeline-layers': (waived by the recipe: "
+                               "upstream parity: 60 layers"));
+  ValidateOptions bare;
+  bare.world_size = 64;
+  CHECK(validate_config(r.config, bare).count(Finding::Level::Error) == 1);
+  ValidateOptions typo = bare;
+  typo.waivers = {{"pipeline-layer", "x"}};
+  CHECK_THAT(error_of([&] { (void)validate_config(r.config, typo); }),
+             Catch::Contains("recipe waives unknown check 'pipeline-layer'"));
+}
+
+TEST_CASE("validate: release tuples as Python compares them") {
+  CHECK(release_tuple("4.6") == std::vector<int>{4, 6, 0});
+  CHECK(release_tuple("1.29.0rc1") == std::vector<int>{1, 29, 0});
+  CHECK(release_tuple("2.19.0+cu13.abc") == std::vector<int>{2, 19, 0});
+  CHECK(release_tuple("1.2.3.4") == std::vector<int>{1, 2, 3});
+  CHECK(release_tuple("dev").empty());
+  CHECK(release_tuple("").empty());
+}
+
+TEST_CASE("validate: environments from pip freeze or YAML") {
+  const PackageEnv freeze =
+      parse_package_env("# pip freeze\nTransformer_Engine==2.19.1\n-e git+https://x/y#egg=z\n"
+                        "nvidia-cudnn-frontend===1.29.0\nnvidia-cutlass-dsl[cu13]==4.7.0\n"
+                        "torch @ file:///wheels/torch.whl\n\n",
+                        "env.txt");
+  REQUIRE(freeze.version("transformer-engine") != nullptr);
+  CHECK(*freeze.version("transformer-engine") == "2.19.1");
+  CHECK(*freeze.version("nvidia_cudnn_frontend") == "1.29.0");
+  CHECK(*freeze.version("nvidia-cutlass-dsl") == "4.7.0");
+  CHECK(*freeze.version("torch") == "");
+  CHECK(freeze.version("z") == nullptr);
+  const PackageEnv yaml = parse_package_env("transformer-engine: 2.20\nnvidia-cudnn-frontend: "
+                                            "'1.29.0'\n",
+                                            "env.yaml");
+  CHECK(*yaml.version("transformer-engine") == "2.20");
+  CHECK_THAT(error_of([] { parse_package_env("torch==2.6\n>=1.0\n", "env.txt"); }),
+             Catch::Contains("env.txt:2: '>=1.0' is neither a pip freeze line"));
+  CHECK_THAT(error_of([] { parse_package_env("torch: [1, 2]\n", "env.yaml"); }),
+             Catch::Contains("package 'torch' needs a version string"));
+}
+
+TEST_CASE("validate: cuDNN GDN package checks, only for the transformer_engine backend") {
+  const BuildResult gdn = build("qwen35_35b", "gb300", "bf16", {}, "gdn");
+  const BuildResult fp8 = build("qwen35_35b", "gb300", "fp8mx", {}, "gdn");
+  auto env = [](const std::string& text) { return parse_package_env(text, "env.txt"); };
+  const std::string good = "transformer-engine==2.20.2\nnvidia-cudnn-frontend==1.29.0\n"
+                           "nvidia-cutlass-dsl==4.7.0\n";
+  CHECK(findings(gdn, "gdn-packages", 8, env(good)).empty());
+  CHECK(findings(fp8, "gdn-packages", 8, env(good)).empty());
+  CHECK_THAT(only(findings(gdn, "gdn-packages", 8)),
+             Catch::StartsWith("skipped: check 'gdn-packages': no environment"));
+  // fla backend, or a profile without the field: nothing to check.
+  CHECK(findings(build("qwen35_35b", "vr200", "bf16", {}, "gdn"), "gdn-packages", 8).empty());
+  CHECK(findings(build("qwen35_35b", "gb300"), "gdn-packages", 8).empty());
+
+  const std::string te_old = only(findings(gdn, "gdn-packages", 8,
+                                           env("transformer-engine==2.18.0\nnvidia-cudnn-frontend=="
+                                               "1.29.0\nnvidia-cutlass-dsl==4.7.0\n")));
+  CHECK_THAT(te_old, Catch::StartsWith("warning: check 'gdn-packages': "
+                                       "model.gdn_kernel_backend='transformer_engine' cannot run "
+                                       "GatedDeltaNet on cuDNN's fast kernels in this environment "
+                                       "(env.txt): transformer-engine 2.18.0 has no "
+                                       "GatedDeltaNetAttention") &&
+                         Catch::EndsWith("Install transformer-engine>=2.19.0, "
+                                         "nvidia-cudnn-frontend>=1.29.0 and "
+                                         "nvidia-cutlass-dsl[cu13]>=4.7.0, or set "
+                                         "model.gdn_kernel_backend=fla"));
+  CHECK_THAT(only(findings(gdn, "gdn-packages", 8, env("transformer-engine==2.19.0\n"))),
+             Catch::Contains("nvidia-cudnn-frontend is not installed, so the first GatedDeltaNet "
+                             "forward will fail") &&
+                 !Catch::Contains("CuTe DSL"));
+  CHECK_THAT(only(findings(gdn, "gdn-packages", 8,
+                           env("transformer-engine==2.19.0\nnvidia-cudnn-frontend==1.26.0\n"))),
+             Catch::Contains("nvidia-cudnn-frontend 1.26.0 has no cudnn.linear_attention"));
+  CHECK_THAT(
+      only(findings(gdn, "gdn-packages", 8,
+                    env("transformer-engine==2.19.0\nnvidia-cudnn-frontend==1.28.1\n"))),
+      Catch::Contains("nvidia-cudnn-frontend 1.28.1 is older than 1.29.0, and its GatedDeltaNet "
+                      "kernels can return NaN"));
+  CHECK_THAT(only(findings(gdn, "gdn-packages", 8,
+                           env("transformer-engine==2.19.0\nnvidia-cudnn-frontend==1.29.0\n"))),
+             Catch::Contains("cutlass (nvidia-cutlass-dsl) is not installed"));
+  CHECK_THAT(only(findings(gdn, "gdn-packages", 8,
+                           env("transformer-engine==2.19.0\nnvidia-cudnn-frontend==1.29.0\n"
+                               "nvidia-cutlass-dsl==4.6.1\n"))),
+             Catch::Contains("nvidia-cutlass-dsl 4.6.1 is older than 4.7.0"));
+  // The internal DSL build passes, as in cuDNN frontend's own gate.
+  CHECK(findings(gdn, "gdn-packages", 8,
+                 env("transformer-engine==2.19.0\nnvidia-cudnn-frontend==1.29.0\n"
+                     "nvidia-cutlass-dsl-internal==4.5.0\n"))
+            .empty());
+  // Transformer Engine 2.19 raises under FP8 autocast: only when fp8 (or fp4) is on.
+  const std::string te219 =
+      "transformer-engine==2.19.1\nnvidia-cudnn-frontend==1.29.0\nnvidia-cutlass-dsl==4.7.0\n";
+  CHECK(findings(gdn, "gdn-packages", 8, env(te219)).empty());
+  CHECK_THAT(only(findings(fp8, "gdn-packages", 8, env(te219))),
+             Catch::Contains("transformer-engine 2.19.1's GatedDeltaNetAttention raises under FP8 "
+                             "autocast, which model.fp8 turns on") &&
+                 Catch::Contains("Install transformer-engine>=2.20.2"));
+  // Warnings never fail validation.
+  ValidateOptions o;
+  o.world_size = 8;
+  o.env = env("");
+  CHECK(validate_config(gdn.config, o).count(Finding::Level::Error) == 0);
+}
+
+TEST_CASE("validate: config files are typed by the schema, under the profile that fits") {
+  const Schema& schema = qr::test::compiler().schema();
+  const std::string gdn_yaml = emit_config(build("qwen35_35b", "gb300", "bf16", {}, "gdn"));
+  const Config c = load_config_text(schema, gdn_yaml, "cfg.yaml", "");
+  CHECK(c.profile() == "gdn");
+  CHECK_THAT(error_of([&] { (void)load_config_text(schema, gdn_yaml, "cfg.yaml", "pinned"); }),
+             Catch::Contains("--mcore gdn"));
+  CHECK_THAT(error_of([&] { (void)load_config_text(schema, "- 1\n", "cfg.yaml", ""); }),
+             Catch::Contains("cfg.yaml: expected a mapping"));
+}
