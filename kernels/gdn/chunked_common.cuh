@@ -24,6 +24,32 @@ struct Geo {
   __device__ int valid(int n) const { return min(kC, T - n * kC); }
 };
 
+inline Geo make_geo(const Shape& s, const Options& opt) {
+  return {s.batch,
+          s.seq_len,
+          s.key_heads,
+          s.value_heads,
+          (s.seq_len + kC - 1) / kC,
+          s.group(),
+          opt.effective_scale(s),
+          opt.l2norm_qk};
+}
+
+inline std::string shape_error(const Shape& s) {
+  if (!s.valid())
+    return "invalid shape";
+  if (s.head_dim_k != kD || s.head_dim_v != kD)
+    return "head dims must be 128";
+  return {};
+}
+
+// 16-byte aligned rows, as cp.async and the bf16x2 stores need.
+template <class T>
+bool rows_aligned(const TensorRef<T>& r) {
+  return reinterpret_cast<uintptr_t>(r.data) % 16 == 0 && r.stride_b % 8 == 0 &&
+         r.stride_t % 8 == 0 && r.stride_h % 8 == 0;
+}
+
 // Chunk-major scratch, per (b, value head) contiguous; token rows padded to NT * 64 (pad rows hold
 // zeros, and G of pad rows equals G of the last real token).
 struct Workspace {
