@@ -15,14 +15,19 @@ export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"
 L=$OUT/log.txt
 SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
-{
+( # a subshell, so that a failed correctness suite can end it early
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   nvcc --version | tail -1
   echo "== gdn-gpu-tests"
   timeout 240 "$BIN/gdn-gpu-tests" >"$OUT/gpu_tests.txt" 2>&1
-  echo "rc=$?"
+  rc=$?
+  echo "rc=$rc"
   grep -E "FAIL|PASSED|FAILED|ERROR" "$OUT/gpu_tests.txt"
+  if [ $rc != 0 ]; then # a failing backend is not worth timing: save the device time
+    echo "correctness suite failed; stopping"
+    exit 1
+  fi
   echo "== compute-sanitizer (small shapes)"
   for tool in memcheck racecheck synccheck initcheck; do
     timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-bench" --check \
@@ -50,7 +55,10 @@ SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
       --backend fused --shape 4,4096,16,32,128 >"$OUT/ncu_detail.txt" 2>&1
     echo "ncu detail rc=$?"
   fi
-} >"$L" 2>&1
+) >"$L" 2>&1 || {
+  cat "$L"
+  exit 1
+}
 FLA_JSON=()
 if [ -n "$WHL" ]; then
   {

@@ -2,8 +2,8 @@
 // key head) looping over the key head's value heads so dq and dk sum over the group in registers
 // (a 2 x 4 grid of 32 x 32 warp tiles over the 64 x 128 tiles). The math is chunked_bwd_intra.cu's;
 // the normalised q, k, their rstd and A = (I + L)^-1 come from fused_prep.cu's workspace instead
-// of being recomputed. The next value head's S0, dSL and do stream in while the current head does
-// its WY part (the second half), which reads none of them.
+// of being recomputed. Each value head's tiles stream in during the previous head: S0, dSL and do
+// once its state part is done, v, v_new and dv_new once its last product with them is.
 //
 // Per value head, with S0 / dSL the state entering / gradient of the state leaving the chunk (from
 // the scans), nu / dnu = v_new and its gradient, D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl -
@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm.rq[tid] = ws.rq[krow0 + tid];
     sm.rk[tid] = ws.rk[krow0 + tid];
   }
-  // The tiles of value head rr of the group: those of the state part (do, S0, dSL), issued a head
-  // early, and the rest.
+  // The tiles of value head rr of the group, issued during head rr - 1: those of the state part
+  // (do, S0, dSL) and the others but A (v, v_new, dv_new).
   auto issue_state_part = [&](int rr) {
     const int h = hk * geo.group + rr, bh = b * geo.Hv + h;
     const size_t st0 = (size_t(bh) * geo.NT + n) * kD * kD;
@@ -76,7 +76,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_tile_async<kD, kD, kThreads>(sm.s0, kLdD, ws.h + st0, kD, kD);
     load_tile_async<kD, kD, kThreads>(sm.dsl, kLdD, ws.dh + st0, kD, kD);
   };
+  auto issue_values = [&](int rr) {
+    const int h = hk * geo.group + rr;
+    const size_t row0 = vrow(geo, b * geo.Hv + h, n);
+    load_tile_async<kC, kD, kThreads>(sm.v, kLdD, in.v.at(b, t0, h), in.v.st, L);
+    load_tile_async<kC, kD, kThreads>(sm.nu, kLdD, ws.nu + row0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(sm.dnu, kLdD, ws.dnu + row0 * kD, kD, kC);
+  };
   issue_state_part(0);
+  issue_values(0);
 
   Acc<32, 32> dq, dk, X;
   dq.zero();
@@ -84,10 +92,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int rr = 0; rr < geo.group; ++rr) {
     const int h = hk * geo.group + rr, bh = b * geo.Hv + h;
     const size_t row0 = vrow(geo, bh, n);
-    __syncthreads(); // the previous head is done with v, nu, dnu, A and the per-head sums
-    load_tile_async<kC, kD, kThreads>(sm.v, kLdD, in.v.at(b, t0, h), in.v.st, L);
-    load_tile_async<kC, kD, kThreads>(sm.nu, kLdD, ws.nu + row0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(sm.dnu, kLdD, ws.dnu + row0 * kD, kD, kC);
+    __syncthreads(); // the previous head is done with A and the per-head sums
     load_tile_async<kC, kC, kThreads>(sm.ab, kLdC, ws.a + row0 * kC, kC, kC);
     cp_async_commit();
     if (tid < kC) {
@@ -196,7 +201,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r] * sm.gam[m0 + r]; });
     dk.add(X);
-    __syncthreads();
+    __syncthreads(); // v, v_new (dw) and dv_new are dead from here on: the next head's stream in
+    if (rr + 1 < geo.group)
+      issue_values(rr + 1);
+    cp_async_commit();
     { // t2 = dA A^T
       Acc<16, 32> z;
       z.zero();

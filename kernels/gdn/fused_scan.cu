@@ -1,6 +1,8 @@
 // Fused GDN, the sequential stage: three scans over the chunks of one (value head, BV value
-// columns), one CTA of 8 warps each, the 128 x BV fp32 state slice in registers (warp w owns state
-// rows 16 w .. 16 w + 15, all BV columns).
+// columns), one CTA of 8 warps each, the 128 x BV fp32 state slice in registers: warp w owns the
+// 32 x BV/2 tile at rows 32 (w % 4), columns BV/2 (w / 4). Warp tiles are at least 32 wide in both
+// directions where they can be: with mma.sync every warp reads its own A and B fragments from
+// shared memory, and ldmatrix traffic, not tensor throughput, bounds these loops.
 //
 // Every chunk's tiles come from fused_prep.cu's workspace (w, u, Ms, G, normalised Q and K) except
 // do. Two shared-memory stages: at the top of chunk n, once chunk n has landed and every warp has
@@ -8,14 +10,14 @@
 //
 // fwd_scan, per chunk with entering state S:
 //   phase A  S -> bf16 smem; El = exp(Gl - G)
-//   phase B  warps 0-3: v_new = u - w S (rows 16 w ..), stored as is and as El .* v_new
-//            warps 4-7: P = scale exp(G) .* (Q S) (rows 16 (w - 4) ..), kept in registers
+//   phase B  warps 0-3: v_new = u - w S (64 x BV/4 at columns BV/4 w), stored as is and as
+//            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
 //   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
-// save_scan: phases A and C, and phase B for v_new only (a 4 x 2 grid of 16 x BV/2 warp tiles);
+// save_scan: phases A and C, and phase B for v_new only (a 2 x 4 grid of 32 x BV/4 warp tiles);
 //   writes h_n (bf16) in phase A and v_new in phase B.
 // bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
 //   phase A  dS -> bf16 smem and dh_n; Q rows scaled in place by scale exp(G)
-//   phase B  dv_new = Ms^T do + El .* (K dS) (4 x 2 grid of 16 x BV/2), to global; -dv_new to smem
+//   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
 //   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do - w^T dv_new
 #include "fused.cuh"
 
@@ -32,17 +34,24 @@ __device__ __forceinline__ void load_G(float* dst, const float* src) {
     cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
 }
 
-// The warp's state rows from / to an fp32 [Dk, Dv] state (nullable) at `at` = row 0, column v0.
+// The warp's state tile from / to an fp32 [Dk, Dv] state (nullable) at `at` = its first element.
 template <int BV>
-__device__ __forceinline__ void load_state(Acc<16, BV>& S, const float* at) {
+__device__ __forceinline__ void load_state(Acc<32, BV / 2>& S, const float* at) {
   S.zero();
   if (at)
     S.each([&](int r, int c, float& x) { x = at[r * kD + c]; });
 }
 template <int BV>
-__device__ __forceinline__ void save_state(Acc<16, BV>& S, float* at) {
+__device__ __forceinline__ void save_state(Acc<32, BV / 2>& S, float* at) {
   if (at)
     S.each([&](int r, int c, float& x) { at[r * kD + c] = x; });
+}
+
+__device__ __forceinline__ void store_bf16x2(bf16* p, float x0, float x1) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
+}
+__device__ __forceinline__ float2 load_bf16x2(const bf16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
 }
 
 template <class T>
@@ -74,12 +83,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) char smem_raw[];
   FwdSmem<BV>& sm = *reinterpret_cast<FwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
-  const int tid = threadIdx.x, warp = tid / 32, r0 = 16 * warp;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
+  const int pc = (BV / 4) * (warp % 4);                       // phase-B tile: 64 x BV/4
 
   auto issue = [&](int n) {
     FwdStage<BV>& s = sm.st[n & 1];
-    const size_t row0 = vrow(geo, bh, n);
-    const size_t krow0 = krow(geo, bh, n);
+    const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
     load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
     load_tile_async<kC, kD, kThreads>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
@@ -88,9 +98,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_G(s.G, ws.G + row0);
   };
 
-  const size_t state0 = size_t(bh) * kD * kD + r0 * kD + v0;
-  Acc<16, BV> S;
-  load_state(S, offset(h0, state0));
+  const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
+  Acc<32, BV / 2> S;
+  load_state<BV>(S, offset(h0, state0));
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
@@ -101,38 +111,39 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_commit();
     const FwdStage<BV>& s = sm.st[n & 1];
     const float Gl = s.G[kC - 1];
-    store_acc_bf16(S, sm.s + r0 * ldv, ldv);
+    store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
     if (tid < kC) {
       sm.el[tid] = __expf(Gl - s.G[tid]);
       sm.gs[tid] = geo.scale * __expf(s.G[tid]);
     }
     __syncthreads();
 
-    Acc<16, BV> X; // warps 0-3: w S; warps 4-7: P, then o
+    Acc<kC, BV / 4> X; // warps 0-3: w S; warps 4-7: P, then o
     X.zero();
-    const int m0 = r0 - kC; // output rows of warps 4-7
-    if (warp < 4) {         // v_new = u - w S
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, r0, 0);
-      X.each([&](int r, int c, float& x) {
-        const int i = r0 + r;
-        x = __bfloat162float(s.u[i * ldv + c]) - x;
-        sm.nu[i * ldv + c] = __float2bfloat16(x);
-        sm.nus[i * ldv + c] = __float2bfloat16(x * sm.el[i]);
+    if (warp < 4) { // v_new = u - w S
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, 0, pc);
+      X.each_pair([&](int i, int c, float& x0, float& x1) {
+        const int j = pc + c;
+        const float2 u = load_bf16x2(s.u + i * ldv + j);
+        x0 = u.x - x0;
+        x1 = u.y - x1;
+        store_bf16x2(sm.nu + i * ldv + j, x0, x1);
+        store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
       });
     } else { // P = scale exp(G) .* (Q S)
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.q, kLdD, sm.s, ldv, m0, 0);
-      X.each([&](int r, int, float& x) { x *= sm.gs[m0 + r]; });
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.q, kLdD, sm.s, ldv, 0, pc);
+      X.each([&](int i, int, float& x) { x *= sm.gs[i]; });
     }
     __syncthreads();
     const float decay = __expf(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
-    warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, r0, 0);
+    warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (warp >= 4) { // o = P + Ms v_new
-      warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, m0, 0);
-      store_acc_bf16(X, o.at(b, n * kC + m0, h) + v0, o.st, geo.valid(n) - m0);
+      warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, 0, pc);
+      store_acc_bf16(X, o.at(b, n * kC, h) + v0 + pc, o.st, geo.valid(n));
     }
   }
-  save_state(S, offset(ht, state0));
+  save_state<BV>(S, offset(ht, state0));
 }
 
 template <int BV>
@@ -156,8 +167,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) char smem_raw[];
   SaveSmem<BV>& sm = *reinterpret_cast<SaveSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y;
-  const int tid = threadIdx.x, warp = tid / 32, r0 = 16 * warp;
-  const int mm = 16 * (warp % 4), nn = (warp / 4) * (BV / 2); // 64 x BV v_new warp tile
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
+  const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
 
   auto issue = [&](int n) {
     SaveStage<BV>& s = sm.st[n & 1];
@@ -168,8 +180,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_G(s.G, ws.G + row0);
   };
 
-  Acc<16, BV> S;
-  load_state(S, offset(h0, size_t(bh) * kD * kD + r0 * kD + v0));
+  Acc<32, BV / 2> S;
+  load_state<BV>(S, offset(h0, size_t(bh) * kD * kD + sr * kD + v0 + sc));
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
@@ -181,25 +193,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const SaveStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
-    store_acc_bf16(S, sm.s + r0 * ldv, ldv);
-    store_acc_bf16(S, ws.h + ((size_t(bh) * geo.NT + n) * kD + r0) * kD + v0, kD);
+    store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
+    store_acc_bf16(S, ws.h + ((size_t(bh) * geo.NT + n) * kD + sr) * kD + v0 + sc, kD);
     if (tid < kC)
       sm.el[tid] = __expf(Gl - s.G[tid]);
     __syncthreads();
 
-    Acc<16, BV / 2> X;
+    Acc<32, BV / 4> X;
     X.zero();
-    warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, mm, nn);
-    X.each([&](int r, int c, float& x) {
-      const int i = mm + r, j = nn + c;
-      x = __bfloat162float(s.u[i * ldv + j]) - x;
-      sm.nus[i * ldv + j] = __float2bfloat16(x * sm.el[i]);
+    warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, pr, pc);
+    X.each_pair([&](int r, int c, float& x0, float& x1) {
+      const int i = pr + r, j = pc + c;
+      const float2 u = load_bf16x2(s.u + i * ldv + j);
+      x0 = u.x - x0;
+      x1 = u.y - x1;
+      store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
     });
-    store_acc_bf16(X, ws.nu + (row0 + mm) * kD + v0 + nn, kD);
+    store_acc_bf16(X, ws.nu + (row0 + pr) * kD + v0 + pc, kD);
     __syncthreads();
     const float decay = __expf(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
-    warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, r0, 0);
+    warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
   }
 }
 
@@ -225,8 +239,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) char smem_raw[];
   BwdSmem<BV>& sm = *reinterpret_cast<BwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
-  const int tid = threadIdx.x, warp = tid / 32, r0 = 16 * warp;
-  const int mm = 16 * (warp % 4), nn = (warp / 4) * (BV / 2);
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state-gradient tile
+  const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
 
   auto issue = [&](int n) {
     BwdStage<BV>& s = sm.st[n & 1];
@@ -239,9 +254,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_G(s.G, ws.G + row0);
   };
 
-  const size_t state0 = size_t(bh) * kD * kD + r0 * kD + v0;
-  Acc<16, BV> dS;
-  load_state(dS, offset(dht, state0));
+  const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
+  Acc<32, BV / 2> dS;
+  load_state<BV>(dS, offset(dht, state0));
   issue(geo.NT - 1);
   cp_async_commit();
   for (int n = geo.NT - 1; n >= 0; --n) {
@@ -253,8 +268,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     BwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
-    store_acc_bf16(dS, sm.ds + r0 * ldv, ldv);
-    store_acc_bf16(dS, ws.dh + ((size_t(bh) * geo.NT + n) * kD + r0) * kD + v0, kD);
+    store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
+    store_acc_bf16(dS, ws.dh + ((size_t(bh) * geo.NT + n) * kD + sr) * kD + v0 + sc, kD);
     if (tid < kC)
       sm.el[tid] = __expf(Gl - s.G[tid]);
     for (int e = tid; e < kC * kD / 8; e += kThreads) { // Q rows *= scale exp(G)
@@ -273,22 +288,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
 
     {
-      Acc<16, BV / 2> X;
+      Acc<32, BV / 4> X;
       X.zero();
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, mm, nn);
-      X.each([&](int r, int, float& x) { x *= sm.el[mm + r]; });
-      warp_mma<Lay::KM, Lay::KN, kC>(X, s.ms, kLdC, s.d_o, ldv, mm, nn);
-      store_acc_bf16(X, ws.dnu + (row0 + mm) * kD + v0 + nn, kD);
-      X.each(
-          [&](int r, int c, float& x) { sm.dnun[(mm + r) * ldv + nn + c] = __float2bfloat16(-x); });
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
+      X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
+      warp_mma<Lay::KM, Lay::KN, kC>(X, s.ms, kLdC, s.d_o, ldv, pr, pc);
+      store_acc_bf16(X, ws.dnu + (row0 + pr) * kD + v0 + pc, kD);
+      X.each_pair([&](int r, int c, float& x0, float& x1) {
+        store_bf16x2(sm.dnun + (pr + r) * ldv + pc + c, -x0, -x1);
+      });
     }
     __syncthreads();
     const float decay = __expf(Gl);
     dS.each([&](int, int, float& x) { x *= decay; });
-    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, r0, 0);
-    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, r0, 0);
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);
   }
-  save_state(dS, offset(dh0, state0));
+  save_state<BV>(dS, offset(dh0, state0));
 }
 
 template <class Kernel, class... Args>
