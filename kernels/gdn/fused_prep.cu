@@ -21,7 +21,7 @@ using chunked::store_acc_bf16;
 using chunked::warp_cumsum64;
 
 // 74.5 KB, three CTAs per SM: Q is dead once Q K^T and qn are out, so its buffer holds the fp32
-// inverse; the solve's scratch and the bf16 copies of A never live at the same time.
+// inverse and then w; the solve's scratch and the bf16 copies of A never live at the same time.
 struct PrepSmem {
   bf16 k[kC * kLdD];
   bf16 v[kC * kLdD];
@@ -116,15 +116,20 @@ __global__ void __launch_bounds__(kThreads) prep_kernel(Geo geo, FwdInputs in, W
   }
   __syncthreads();
 
-  // u = A_beta V and w = A_gamma K on a 2 x 4 grid of 32 x 32 warp tiles.
+  // u = A_beta V and w = A_gamma K on a 2 x 4 grid of 32 x 32 warp tiles, staged in V's and A^-1's
+  // buffers so that they leave in coalesced 16-byte pieces.
   const int m0 = 32 * (warp % 2), n0 = 32 * (warp / 2);
   Acc<32, 32> acc;
   acc.zero();
   warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.beta, kLdC, sm.v, kLdD, m0, n0);
-  store_acc_bf16(acc, ws.u + (row0 + m0) * kD + n0, kD);
+  __syncthreads(); // every warp is done with V
+  store_acc_bf16(acc, sm.v + m0 * kLdD + n0, kLdD);
   acc.zero();
   warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.gamma, kLdC, sm.k, kLdD, m0, n0);
-  store_acc_bf16(acc, ws.w + (row0 + m0) * kD + n0, kD);
+  store_acc_bf16(acc, sm.qa.q + m0 * kLdD + n0, kLdD);
+  __syncthreads();
+  store_tile<kC, kD>(ws.u + row0 * kD, kD, sm.v, kLdD);
+  store_tile<kC, kD>(ws.w + row0 * kD, kD, sm.qa.q, kLdD);
   if (tid < kC)
     ws.G[row0 + tid] = sm.G[tid];
 }

@@ -14,11 +14,14 @@
 //            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
 //   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
 // save_scan: phases A and C, and phase B for v_new only (a 2 x 4 grid of 32 x BV/4 warp tiles);
-//   writes h_n (bf16) in phase A and v_new in phase B.
+//   writes h_n (bf16) after phase A and v_new after phase B.
 // bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
-//   phase A  dS -> bf16 smem and dh_n; Q rows scaled in place by scale exp(G)
+//   phase A  dS -> bf16 smem, then to dh_n; Q rows scaled in place by scale exp(G)
 //   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
 //   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do - w^T dv_new
+// The tiles the backward scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
+// shared-memory copies in coalesced 16-byte pieces: stored straight from the mma fragments, as
+// 4-byte pieces that each half-fill a sector, they made these two kernels L2-bound.
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -156,7 +159,8 @@ template <int BV>
 struct SaveSmem {
   SaveStage<BV> st[2];
   bf16 s[kD * kLdV<BV>];
-  bf16 nus[kC * kLdV<BV>];
+  bf16 nu[kC * kLdV<BV>];  // v_new
+  bf16 nus[kC * kLdV<BV>]; // v_new .* El
   float el[kC];
 };
 
@@ -194,10 +198,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
-    store_acc_bf16(S, ws.h + ((size_t(bh) * geo.NT + n) * kD + sr) * kD + v0 + sc, kD);
     if (tid < kC)
       sm.el[tid] = __expf(Gl - s.G[tid]);
     __syncthreads();
+    store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv);
 
     Acc<32, BV / 4> X;
     X.zero();
@@ -207,10 +211,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float2 u = load_bf16x2(s.u + i * ldv + j);
       x0 = u.x - x0;
       x1 = u.y - x1;
+      store_bf16x2(sm.nu + i * ldv + j, x0, x1);
       store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
     });
-    store_acc_bf16(X, ws.nu + (row0 + pr) * kD + v0 + pc, kD);
     __syncthreads();
+    store_tile<kC, BV>(ws.nu + row0 * kD + v0, kD, sm.nu, ldv);
     const float decay = __expf(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
@@ -228,6 +233,7 @@ template <int BV>
 struct BwdSmem {
   BwdStage<BV> st[2];
   bf16 ds[kD * kLdV<BV>];   // leaving-state gradient, bf16 operand copy
+  bf16 dnu[kC * kLdV<BV>];  // dv_new
   bf16 dnun[kC * kLdV<BV>]; // -dv_new
   float el[kC];
 };
@@ -269,7 +275,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
     store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
-    store_acc_bf16(dS, ws.dh + ((size_t(bh) * geo.NT + n) * kD + sr) * kD + v0 + sc, kD);
     if (tid < kC)
       sm.el[tid] = __expf(Gl - s.G[tid]);
     for (int e = tid; e < kC * kD / 8; e += kThreads) { // Q rows *= scale exp(G)
@@ -286,6 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       *p = x;
     }
     __syncthreads();
+    store_tile<kD, BV>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
 
     {
       Acc<32, BV / 4> X;
@@ -293,12 +299,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
       X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
       warp_mma<Lay::KM, Lay::KN, kC>(X, s.ms, kLdC, s.d_o, ldv, pr, pc);
-      store_acc_bf16(X, ws.dnu + (row0 + pr) * kD + v0 + pc, kD);
       X.each_pair([&](int r, int c, float& x0, float& x1) {
+        store_bf16x2(sm.dnu + (pr + r) * ldv + pc + c, x0, x1);
         store_bf16x2(sm.dnun + (pr + r) * ldv + pc + c, -x0, -x1);
       });
     }
     __syncthreads();
+    store_tile<kC, BV>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
     const float decay = __expf(Gl);
     dS.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
