@@ -1,6 +1,7 @@
 // gdn-bench (see gdn_bench.h and docs/gdn-bench.md): argument parsing, the correctness check of
 // each backend against `reference`, event timing with the L2 flushed, and the table / JSON output.
 #include "common.cuh"
+#include "fla_json.h"
 #include "gdn_bench.h"
 #include "harness.h"
 
@@ -29,6 +30,8 @@ struct Config {
   double tol = 2e-2;
   uint64_t seed = 1;
   std::string json;
+  std::string fla_json; // gdn_fla_bench.py's results.json; implies --compare-fla
+  bool compare_fla = false;
 };
 
 const char* kUsage = R"(usage: gdn-bench [options]
@@ -36,7 +39,7 @@ Checks each GatedDeltaNet backend against `reference` (relative L2 error of o, f
 dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
   --recipe NAME[,NAME]     shapes of compiled recipes (micro batch, seq_length, GDN heads, dims)
   --shape B,T,Hk,Hv,D      a shape: batch, tokens, key heads, value heads, head dim (repeatable)
-  --backend all|NAME[,..]  backends to run (reference, chunked); default all
+  --backend all|NAME[,..]  backends to run (reference, chunked, fused); default all
   --mode fwd|bwd|fwdbwd|all  passes to time; default all
   --warmup N               untimed runs per pass (default 3)
   --iters N                timed runs per pass (default 20); the L2 is flushed before each
@@ -46,6 +49,9 @@ dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
   --no-l2norm              no q/k l2 normalisation inside the kernel (q, k drawn N(0, 1/D))
   --seed N                 input seed (default 1)
   --json FILE              also write the results as JSON
+  --compare-fla            print FLA's times beside ours, as ratios (needs --fla-json)
+  --fla-json FILE          results.json of shared/tools/gdn_fla_bench.py (--out DIR) from the same
+                           GPU, ideally the same run; FLA's CUDA-graph medians are compared
   --help                   this text
 Default shapes: qwen35_35b (4,4096,16,32,128) and qwen35_397b (1,4096,16,64,128).
 Exit codes: 0 ok, 2 bad arguments or a failed check, 77 no CUDA device.
@@ -156,10 +162,19 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       if (!value(v))
         return "--json needs a file name";
       cfg.json = v;
+    } else if (a == "--compare-fla") {
+      cfg.compare_fla = true;
+    } else if (a == "--fla-json") {
+      if (!value(v))
+        return "--fla-json needs a file name";
+      cfg.fla_json = v;
+      cfg.compare_fla = true;
     } else {
       return "unknown argument '" + a + "' (see --help)";
     }
   }
+  if (cfg.compare_fla && cfg.fla_json.empty())
+    return "--compare-fla needs --fla-json FILE (the results.json of gdn_fla_bench.py)";
   if (cfg.shapes.empty())
     cfg.shapes = {{"qwen35_35b", make_shape(4, 4096, 16, 32, 128)},
                   {"qwen35_397b", make_shape(1, 4096, 16, 64, 128)}};
@@ -233,6 +248,12 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     out << kUsage;
     return 0;
   }
+  FlaResults fla;
+  if (!cfg.fla_json.empty())
+    if (std::string e = read_fla_results(cfg.fla_json, fla); !e.empty()) {
+      err << "gdn-bench: --fla-json " << cfg.fla_json << ": " << e << "\n";
+      return 2;
+    }
   DeviceInfo dev;
   std::string dev_name;
   if (std::string e = device_info(dev, dev_name); !e.empty()) {
@@ -243,7 +264,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
   for (const std::string& want : cfg.backends)
     if (std::none_of(backends.begin(), backends.end(),
                      [&](const auto& b) { return b->name() == want; })) {
-      err << "gdn-bench: unknown backend '" << want << "' (reference, chunked)\n";
+      err << "gdn-bench: unknown backend '" << want << "' (reference, chunked, fused)\n";
       return 2;
     }
   auto selected = [&](const Backend& b) {
@@ -420,6 +441,41 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       out << line;
     }
   }
+  struct FlaRow {
+    const TimeRow* ours;
+    std::string fla_shape;
+    double fla_ms, ratio;
+  };
+  std::vector<FlaRow> fla_rows;
+  for (const TimeRow& r : times) {
+    const Shape& sh = r.shape;
+    const FlaTiming* f = cfg.compare_fla ? fla.find(sh.batch, sh.seq_len, sh.key_heads,
+                                                    sh.value_heads, sh.head_dim_k)
+                                         : nullptr;
+    if (!f || r.backend == "reference")
+      continue;
+    const double ms = r.mode == "fwd" ? f->fwd_ms
+                      : r.mode == "bwd"
+                          ? (f->fwdbwd_ms > 0 && f->fwd_ms > 0 ? f->fwdbwd_ms - f->fwd_ms : -1)
+                          : f->fwdbwd_ms;
+    if (ms > 0)
+      fla_rows.push_back({&r, f->name, ms, r.median / ms});
+  }
+  if (cfg.compare_fla) {
+    out << "\nagainst FLA (" << cfg.fla_json << ": " << fla.env
+        << "; CUDA-graph medians, bwd = fwdbwd - fwd); ratio = ours / FLA, below 1 is faster\n";
+    std::snprintf(line, sizeof line, "%-10s %-28s %-7s %10s %-8s %10s %8s\n", "backend", "shape",
+                  "mode", "ours ms", "FLA", "FLA ms", "ratio");
+    out << line;
+    for (const FlaRow& f : fla_rows) {
+      std::snprintf(line, sizeof line, "%-10s %-28s %-7s %10.3f %-8s %10.3f %8.3f\n",
+                    f.ours->backend.c_str(), f.ours->shape_name.c_str(), f.ours->mode.c_str(),
+                    f.ours->median, f.fla_shape.c_str(), f.fla_ms, f.ratio);
+      out << line;
+    }
+    if (fla_rows.empty())
+      out << "(no timed shape matches a shape in " << cfg.fla_json << ")\n";
+  }
   if (!cfg.json.empty()) {
     std::ofstream j(cfg.json);
     j << "{\n \"date\": \"" << when << "\",\n \"device\": \"" << json_escape(dev_name)
@@ -443,6 +499,13 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         << ", \"max_ms\": " << r.max << ", \"tflops\": " << r.tflops << ", \"gbps\": " << r.gbps
         << ", \"pct_peak_flop\": " << r.pct_flop << ", \"pct_peak_bw\": " << r.pct_bw << "}";
     }
+    j << "\n ],\n \"fla\": [";
+    for (size_t i = 0; i < fla_rows.size(); ++i)
+      j << (i ? ",\n  " : "\n  ") << "{\"backend\": \"" << fla_rows[i].ours->backend
+        << "\", \"shape\": \"" << fla_rows[i].ours->shape_name << "\", \"mode\": \""
+        << fla_rows[i].ours->mode << "\", \"fla_shape\": \"" << fla_rows[i].fla_shape
+        << "\", \"ours_ms\": " << fla_rows[i].ours->median << ", \"fla_ms\": " << fla_rows[i].fla_ms
+        << ", \"ratio\": " << fla_rows[i].ratio << "}";
     j << "\n ]\n}\n";
     if (!j) {
       err << "gdn-bench: could not write " << cfg.json << "\n";

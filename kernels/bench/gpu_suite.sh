@@ -1,44 +1,65 @@
 #!/bin/bash
 # The GDN GPU suite in one go, for one call on the GPU machine (docs/gdn-bench.md):
-# correctness tests, compute-sanitizer on small shapes, per-kernel times, gdn-bench on the recipe
-# shapes and, when FLA's wheels are given, FLA's Triton kernels timed in the same run.
+# correctness tests, compute-sanitizer on small shapes, per-kernel times, FLA's Triton kernels
+# (when its wheels are given) and then gdn-bench with --fla-json, so our times and FLA's come from
+# the same run and the same GPU.
 #
 #   gpu_suite.sh BIN_DIR OUT_DIR [WHEEL_DIR FLA_BENCH_PY]
 #
-# BIN_DIR holds gdn-bench and gdn-gpu-tests. Logs go to OUT_DIR (at most 8 files).
+# BIN_DIR holds gdn-bench and gdn-gpu-tests. GDN_NCU_DETAIL=1 adds ncu's throughput, stall and
+# occupancy sections for one run of each fused kernel at the 35B shape. Logs go to OUT_DIR (at
+# most 8 files: log, gpu_tests, sanitizers, bench.txt/json, fla.txt, fla/results.json, ncu_detail).
 set -u
 BIN=$1 OUT=$2 WHL=${3:-} FLA=${4:-}
 export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"
 L=$OUT/log.txt
-{
+SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
+( # a subshell, so that a failed correctness suite can end it early
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   nvcc --version | tail -1
   echo "== gdn-gpu-tests"
-  timeout 150 "$BIN/gdn-gpu-tests" >"$OUT/gpu_tests.txt" 2>&1
-  echo "rc=$?"
+  timeout 240 "$BIN/gdn-gpu-tests" >"$OUT/gpu_tests.txt" 2>&1
+  rc=$?
+  echo "rc=$rc"
   grep -E "FAIL|PASSED|FAILED|ERROR" "$OUT/gpu_tests.txt"
+  if [ $rc != 0 ]; then # a failing backend is not worth timing: save the device time
+    echo "correctness suite failed; stopping"
+    exit 1
+  fi
   echo "== compute-sanitizer (small shapes)"
   for tool in memcheck racecheck synccheck initcheck; do
-    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-bench" --check \
-      --shape 1,200,2,4,128 --initial-state >>"$OUT/sanitizers.txt" 2>&1
+    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-bench" --check \
+      --backend fused --shape 1,200,2,4,128 --initial-state >>"$OUT/sanitizers.txt" 2>&1
     echo "$tool gdn-bench --check rc=$?"
-    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-gpu-tests" --quick \
+    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-gpu-tests" --quick \
       >>"$OUT/sanitizers.txt" 2>&1
     echo "$tool gdn-gpu-tests --quick rc=$?"
   done
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizers.txt"
-  echo "== per-kernel times, 35B shape (ncu, clocks left alone)"
-  timeout 90 ncu --clock-control none --kernel-name regex:"prep|scan|intra" \
-    --metrics gpu__time_duration.sum --csv "$BIN/gdn-bench" --backend chunked \
-    --shape 4,4096,16,32,128 --mode fwdbwd --warmup 0 --iters 1 2>&1 |
-    grep gpu__time_duration | awk -F'","' '{print $5, $NF}'
-  echo "== gdn-bench"
-  timeout 150 "$BIN/gdn-bench" --json "$OUT/bench.json" >"$OUT/bench.txt" 2>/dev/null
-  echo "rc=$?"
-  cat "$OUT/bench.txt"
-} >"$L" 2>&1
+  echo "== per-kernel times (ncu gpu__time_duration, clocks left alone; one fwd+bwd)"
+  for backend in chunked fused; do
+    for shape in $SHAPES; do
+      echo "-- $backend $shape"
+      timeout 90 ncu --clock-control none --kernel-name regex:"prep|scan|intra" \
+        --metrics gpu__time_duration.sum --csv "$BIN/gdn-bench" --backend $backend \
+        --shape $shape --mode fwdbwd --warmup 0 --iters 1 2>&1 |
+        grep gpu__time_duration | awk -F'","' '{print $5, $NF}' | sed 's/(.*) / /'
+    done
+  done
+  if [ "${GDN_NCU_DETAIL:-0}" = 1 ]; then
+    timeout 150 ncu --clock-control none --kernel-name regex:"prep|scan|intra" \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+      --section WarpStateStats --section MemoryWorkloadAnalysis "$BIN/gdn-bench" --check \
+      --backend fused --shape 4,4096,16,32,128 >"$OUT/ncu_detail.txt" 2>&1
+    echo "ncu detail rc=$?"
+  fi
+) >"$L" 2>&1 || {
+  cat "$L"
+  exit 1
+}
+FLA_JSON=()
 if [ -n "$WHL" ]; then
   {
     echo "== FLA"
@@ -46,7 +67,16 @@ if [ -n "$WHL" ]; then
     PYTHONPATH=/tmp/fla_site PYTHONUNBUFFERED=1 FLA_FLASH_QLA=0 timeout 300 python3 "$FLA" \
       --shapes S35gva,S397gva --pin --out "$OUT/fla" >"$OUT/fla.txt" 2>&1
     echo "rc=$?"
+    rm -f "$OUT/fla/profile.txt" # its content is in fla.txt
     grep -E "ENV|HW|GRAPH|SUMMARY|CHECK" "$OUT/fla.txt"
   } >>"$L" 2>&1
+  [ -f "$OUT/fla/results.json" ] && FLA_JSON=(--fla-json "$OUT/fla/results.json")
 fi
+{
+  echo "== gdn-bench"
+  timeout 200 "$BIN/gdn-bench" --backend chunked,fused --json "$OUT/bench.json" "${FLA_JSON[@]}" \
+    >"$OUT/bench.txt" 2>/dev/null
+  echo "rc=$?"
+  cat "$OUT/bench.txt"
+} >>"$L" 2>&1
 cat "$L"

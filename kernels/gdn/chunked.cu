@@ -7,41 +7,6 @@ namespace {
 
 using namespace chunked;
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
-template <class T>
-bool rows_aligned(const TensorRef<T>& r) { // 16-byte rows for cp.async and bf16x2 stores
-  return aligned16(r.data) && r.stride_b % 8 == 0 && r.stride_t % 8 == 0 && r.stride_h % 8 == 0;
-}
-
-Geo make_geo(const Shape& s, const Options& opt) {
-  return {s.batch,
-          s.seq_len,
-          s.key_heads,
-          s.value_heads,
-          (s.seq_len + kC - 1) / kC,
-          s.group(),
-          opt.effective_scale(s),
-          opt.l2norm_qk};
-}
-
-FwdInputs inputs(const TensorRef<const bf16_t>& q, const TensorRef<const bf16_t>& k,
-                 const TensorRef<const bf16_t>& v, const TensorRef<const bf16_t>& beta,
-                 const TensorRef<const float>& g, const float* h0) {
-  return {ref<const bf16>(q),    ref<const bf16>(k),  ref<const bf16>(v),
-          ref<const bf16>(beta), ref<const float>(g), h0};
-}
-
-std::string shape_error(const Shape& s) {
-  if (!s.valid())
-    return "invalid shape";
-  if (s.head_dim_k != kD || s.head_dim_v != kD)
-    return "head dims must be 128";
-  return {};
-}
-
 class Chunked final : public Backend {
 public:
   std::string name() const override { return "chunked"; }
@@ -63,7 +28,7 @@ public:
       return "chunked: q, k, v, o need 16-byte aligned rows";
     const Geo geo = make_geo(a.shape, a.opt);
     const Workspace ws = Workspace::carve(a.shape, false, workspace, nullptr);
-    const FwdInputs in = inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
+    const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     if (std::string e = launch_prep(geo, in, ws, stream); !e.empty())
       return e;
     return launch_fwd_scan(geo, in, ws, ref<bf16>(a.o), a.final_state, false, stream);
@@ -77,7 +42,7 @@ public:
       return "chunked: q, k, v, do, dq, dk, dv need 16-byte aligned rows";
     const Geo geo = make_geo(a.shape, a.opt);
     const Workspace ws = Workspace::carve(a.shape, true, workspace, nullptr);
-    const FwdInputs in = inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
+    const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     if (std::string e = launch_prep(geo, in, ws, stream); !e.empty())
       return e;
     if (std::string e = launch_fwd_scan(geo, in, ws, {}, nullptr, true, stream); !e.empty())
@@ -94,13 +59,6 @@ public:
 
 std::unique_ptr<Backend> make_chunked_backend() {
   return std::make_unique<Chunked>();
-}
-
-std::vector<std::unique_ptr<Backend>> all_backends() {
-  std::vector<std::unique_ptr<Backend>> v;
-  v.push_back(make_reference_backend());
-  v.push_back(make_chunked_backend());
-  return v;
 }
 
 } // namespace qr::gdn

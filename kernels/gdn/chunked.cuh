@@ -16,6 +16,13 @@ struct FwdInputs {
   const float* h0; // nullable
 };
 
+inline FwdInputs make_inputs(const TensorRef<const bf16_t>& q, const TensorRef<const bf16_t>& k,
+                             const TensorRef<const bf16_t>& v, const TensorRef<const bf16_t>& beta,
+                             const TensorRef<const float>& g, const float* h0) {
+  return {ref<const bf16>(q),    ref<const bf16>(k),  ref<const bf16>(v),
+          ref<const bf16>(beta), ref<const float>(g), h0};
+}
+
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, cudaStream_t st);
 // Output mode writes o and the final state; save mode writes h and v_new to the workspace.
 std::string launch_fwd_scan(const Geo& geo, const FwdInputs& in, const Workspace& ws, Ref<bf16> o,

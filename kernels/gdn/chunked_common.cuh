@@ -24,6 +24,32 @@ struct Geo {
   __device__ int valid(int n) const { return min(kC, T - n * kC); }
 };
 
+inline Geo make_geo(const Shape& s, const Options& opt) {
+  return {s.batch,
+          s.seq_len,
+          s.key_heads,
+          s.value_heads,
+          (s.seq_len + kC - 1) / kC,
+          s.group(),
+          opt.effective_scale(s),
+          opt.l2norm_qk};
+}
+
+inline std::string shape_error(const Shape& s) {
+  if (!s.valid())
+    return "invalid shape";
+  if (s.head_dim_k != kD || s.head_dim_v != kD)
+    return "head dims must be 128";
+  return {};
+}
+
+// 16-byte aligned rows, as cp.async and the bf16x2 stores need.
+template <class T>
+bool rows_aligned(const TensorRef<T>& r) {
+  return reinterpret_cast<uintptr_t>(r.data) % 16 == 0 && r.stride_b % 8 == 0 &&
+         r.stride_t % 8 == 0 && r.stride_h % 8 == 0;
+}
+
 // Chunk-major scratch, per (b, value head) contiguous; token rows padded to NT * 64 (pad rows hold
 // zeros, and G of pad rows equals G of the last real token).
 struct Workspace {
@@ -184,30 +210,84 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
     }
 }
 
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const uint32_t (&a)[4],
+                                              const uint32_t (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// d += A B for one warp's 16 x 8 tile, A (16 x K) and B (K x 8) fp32 in shared memory (row
+// strides lda, ldb), to about fp32 accuracy: each operand is split into a tf32 head and a tf32
+// tail and three products are summed (head * head, head * tail, tail * head). Fragments of
+// mma.m16n8k8.tf32: A (row g | g + 8, column t | t + 4), B (row t | t + 4, column g), with
+// g = lane / 4 and t = lane % 4; d as in Acc.
+template <int K>
+__device__ __forceinline__ void mma_f32x3(float (&d)[4], const float* A, int lda, const float* B,
+                                          int ldb) {
+  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 8) {
+    const float a[4] = {A[g * lda + k0 + t], A[(g + 8) * lda + k0 + t], A[g * lda + k0 + t + 4],
+                        A[(g + 8) * lda + k0 + t + 4]};
+    const float b[2] = {B[(k0 + t) * ldb + g], B[(k0 + t + 4) * ldb + g]};
+    uint32_t ah[4], al[4], bh[2], bl[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      ah[i] = to_tf32(a[i]);
+      al[i] = to_tf32(a[i] - __uint_as_float(ah[i]));
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      bh[i] = to_tf32(b[i]);
+      bl[i] = to_tf32(b[i] - __uint_as_float(bh[i]));
+    }
+    mma_tf32_1688(d, al, bh);
+    mma_tf32_1688(d, ah, bl);
+    mma_tf32_1688(d, ah, bh);
+  }
+}
+
 // One doubling step of invert_unit_lower: for the off-diagonal blocks of size H at rows
 // [o + H, o + 2H), cols [o, o + H), block = -Y^-1 (L21 X^-1) with X^-1, Y^-1 already in Ainv.
-// Trip counts are compile-time (the zero triangles of X^-1 and Y^-1 add nothing) so loads pipeline.
+// Both H x H x H products run on the tensor cores (mma_f32x3), one 16 x 8 output tile per warp:
+// 4 tiles at H = 16 (two blocks), 8 at H = 32. The scalar form of this step read two shared-memory
+// words per multiply-add and was the prep kernels' bottleneck.
 template <int H>
 __device__ __forceinline__ void invert_step(const float* Lf, const float* lscale, float* Ainv,
                                             float* tmp) {
-  constexpr int kBlocks = kC / (2 * H), kPer = H * H;
+  constexpr int kBlocks = kC / (2 * H), kPer = H * H, kTiles = (H / 16) * (H / 8);
+  static_assert(kBlocks * kTiles <= kThreads / 32, "one output tile per warp");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  const int b = warp / kTiles, tr = 16 * ((warp % kTiles) / (H / 8)), tc = 8 * (warp % (H / 8));
+  const int o = 2 * H * b;
+  const bool active = b < kBlocks;
   __syncthreads();
-  for (int e = threadIdx.x; e < kBlocks * kPer; e += kThreads) { // tmp = L21 X^-1
-    const int b = e / kPer, i = (e % kPer) / H, j = e % H, o = 2 * H * b;
-    float s = 0.f;
+  if (active) { // tmp = diag(lscale) L21 X^-1
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    mma_f32x3<H>(d, Lf + (o + H + tr) * kLdF + o, kLdF, Ainv + o * kLdF + o + tc, kLdF);
 #pragma unroll
-    for (int m = 0; m < H; ++m)
-      s += Lf[(o + H + i) * kLdF + o + m] * Ainv[(o + m) * kLdF + o + j];
-    tmp[e] = lscale[o + H + i] * s;
+    for (int e = 0; e < 4; ++e) {
+      const int i = tr + g + 8 * (e / 2), j = tc + 2 * t + e % 2;
+      tmp[b * kPer + i * H + j] = lscale[o + H + i] * d[e];
+    }
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < kBlocks * kPer; e += kThreads) { // block = -Y^-1 tmp
-    const int b = e / kPer, i = (e % kPer) / H, j = e % H, o = 2 * H * b;
-    float s = 0.f;
+  if (active) { // block = -Y^-1 tmp
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    mma_f32x3<H>(d, Ainv + (o + H + tr) * kLdF + o + H, kLdF, tmp + b * kPer + tc, H);
 #pragma unroll
-    for (int m = 0; m < H; ++m)
-      s += Ainv[(o + H + i) * kLdF + o + H + m] * tmp[b * kPer + m * H + j];
-    Ainv[(o + H + i) * kLdF + o + j] = -s;
+    for (int e = 0; e < 4; ++e) {
+      const int i = tr + g + 8 * (e / 2), j = tc + 2 * t + e % 2;
+      Ainv[(o + H + i) * kLdF + o + j] = -d[e];
+    }
   }
 }
 

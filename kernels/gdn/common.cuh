@@ -139,6 +139,20 @@ struct Acc {
           f(16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + (e % 2), c[i][j][e],
             o.c[i][j][e]);
   }
+  // f(row, col, value&, value of col + 1&) over the fragment's column pairs (col even), for
+  // paired bf16x2 loads and stores.
+  template <class F>
+  __device__ __forceinline__ void each_pair(F&& f) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi)
+          f(16 * i + lane / 4 + 8 * hi, 8 * j + 2 * (lane % 4), c[i][j][2 * hi],
+            c[i][j][2 * hi + 1]);
+  }
   // f(row, col, value&) with row / col relative to the warp tile origin.
   template <class F>
   __device__ __forceinline__ void each(F&& f) {

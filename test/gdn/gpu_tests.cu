@@ -1,11 +1,11 @@
 // GPU correctness suite for the GDN backends (run on a GPU machine; exits 77 without a device).
 //
-//   oracle:      `reference` and `chunked` against the float64 CPU reference (cpu_reference.h)
-//   agreement:   `chunked` against `reference` at larger shapes
+//   oracle:      every backend against the float64 CPU reference (cpu_reference.h)
+//   agreement:   `chunked` and `fused` against `reference` at larger shapes
 //   fd:          every gradient of both backends against central differences of the float64 loss
 //                sum(do . o) + sum(dht . ht) at the same inputs, on sampled elements
 //   stability:   no NaN / Inf and agreement for large |g| and long sequences without decay
-//   determinism: two `chunked` runs give bit-identical outputs
+//   determinism: two runs of each non-reference backend give bit-identical outputs
 // Every output buffer is poisoned with NaN before each run. Errors are relative L2 norms
 // |x - ref| / |ref| per output. `--quick` runs a small subset (CTest and compute-sanitizer).
 #include "cpu_reference.h"
@@ -25,7 +25,8 @@ using namespace qr::gdn;
 namespace {
 
 // Tolerances on the relative L2 error. `reference` computes in fp32 and rounds bf16 outputs;
-// `chunked` uses bf16 tensor-core operands (as FLA does), so it is about an order looser.
+// `chunked` and `fused` use bf16 tensor-core operands (as FLA does), so they are about an order
+// looser.
 constexpr double kTolReference = 5e-3;
 constexpr double kTolChunked = 2e-2;
 constexpr double kTolFdReference = 1e-2;
@@ -137,7 +138,7 @@ void oracle_suite(const std::vector<Case>& cases,
   }
 }
 
-// chunked (and anything else) against reference.
+// Every backend after the first against the first (reference).
 void agreement_suite(const std::vector<Case>& cases,
                      const std::vector<std::unique_ptr<Backend>>& bes, const char* suite) {
   for (const Case& c : cases) {
@@ -261,8 +262,10 @@ int main(int argc, char** argv) {
 
   if (quick) {
     oracle_suite({{shape(1, 64, 1, 1), true, false}, {shape(1, 100, 1, 2), true, true}}, bes);
-    // 136 scan CTAs: more than an H200's 132 SMs, so the scans take their one-stage path
-    agreement_suite({{shape(1, 130, 1, 4), true, true}, {shape(1, 70, 4, 68), true, true}}, bes,
+    // (1,70,4,100): 200 chunked scan CTAs, more than an H200's 132 SMs, so chunked's scans take
+    // their one-stage path, and 100 value heads fill 3/4 of the SMs, so fused's scans take 128
+    // value columns per CTA; (1,130,1,4) takes fused's 64-column path.
+    agreement_suite({{shape(1, 130, 1, 4), true, true}, {shape(1, 70, 4, 100), true, true}}, bes,
                     "agreement");
     determinism_suite(shape(1, 130, 1, 2), bes);
   } else {
@@ -276,7 +279,7 @@ int main(int argc, char** argv) {
                      {shape(3, 777, 2, 2), true, true},
                      {shape(1, 2048, 4, 16), true, false},
                      {shape(2, 1000, 4, 4), false, false},
-                     {shape(2, 300, 16, 64), true, true}}, // 256 scan CTAs: one-stage scans
+                     {shape(2, 300, 16, 64), true, true}}, // chunked one-stage, fused 128 columns
                     bes, "agreement");
     fd_suite(bes);
     agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100

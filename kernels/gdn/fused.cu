@@ -1,0 +1,83 @@
+// The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan. Backward,
+// self-contained: prep -> save_scan -> bwd_scan -> bwd_intra.
+#include "fused.cuh"
+
+namespace qr::gdn {
+namespace {
+
+using namespace fused;
+using chunked::make_geo;
+using chunked::make_inputs;
+using chunked::rows_aligned;
+using chunked::shape_error;
+
+std::string columns(const Geo& geo, int& bv) {
+  int dev = 0, sms = 0;
+  QR_CUDA_TRY(cudaGetDevice(&dev));
+  QR_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  bv = scan_columns(geo, sms);
+  return {};
+}
+
+class Fused final : public Backend {
+public:
+  std::string name() const override { return "fused"; }
+
+  std::string unsupported(const DeviceInfo& dev, const Shape& s) const override {
+    // 210 KB of shared memory per scan CTA: sm_90 and sm_100 have 227 KB.
+    return dev.major < 9 ? "needs sm_90 or newer" : shape_error(s);
+  }
+
+  size_t workspace_bytes(const Shape& s, Pass p) const override {
+    size_t bytes = 0;
+    Workspace::carve(s, p == Pass::bwd, nullptr, &bytes);
+    return bytes;
+  }
+
+  std::string run_fwd(const FwdArgs& a, void* workspace, Stream stream) const override {
+    if (std::string e = shape_error(a.shape); !e.empty())
+      return e;
+    if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.o))
+      return "fused: q, k, v, o need 16-byte aligned rows";
+    const Geo geo = make_geo(a.shape, a.opt);
+    const Workspace ws = Workspace::carve(a.shape, false, workspace, nullptr);
+    int bv = 0;
+    if (std::string e = columns(geo, bv); !e.empty())
+      return e;
+    const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
+    if (std::string e = launch_prep(geo, in, ws, false, stream); !e.empty())
+      return e;
+    return launch_fwd_scan(geo, bv, ws, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
+  }
+
+  std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
+    if (std::string e = shape_error(a.shape); !e.empty())
+      return e;
+    if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.d_o) ||
+        !rows_aligned(a.dq) || !rows_aligned(a.dk) || !rows_aligned(a.dv))
+      return "fused: q, k, v, do, dq, dk, dv need 16-byte aligned rows";
+    const Geo geo = make_geo(a.shape, a.opt);
+    const Workspace ws = Workspace::carve(a.shape, true, workspace, nullptr);
+    int bv = 0;
+    if (std::string e = columns(geo, bv); !e.empty())
+      return e;
+    const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
+    if (std::string e = launch_prep(geo, in, ws, true, stream); !e.empty())
+      return e;
+    if (std::string e = launch_save_scan(geo, bv, ws, a.initial_state, stream); !e.empty())
+      return e;
+    if (std::string e = launch_bwd_scan(geo, bv, ws, ref<const bf16>(a.d_o), a.d_final_state,
+                                        a.d_initial_state, stream);
+        !e.empty())
+      return e;
+    return launch_bwd_intra(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_fused_backend() {
+  return std::make_unique<Fused>();
+}
+
+} // namespace qr::gdn

@@ -1,0 +1,124 @@
+// Fused GDN backend (`fused`): the chunked algorithm (chunk C = 64, head dims 128) reorganised so
+// that every quantity that does not depend on the chunk state is formed once, in one parallel
+// kernel, and the sequential scans carry only the state recurrence and what reads the state.
+//
+// Per (b, value head h, chunk n), with q, k the normalised keys of key head h / (Hv / Hk), G the
+// in-chunk cumsum of g (pad rows repeat the last real G), Gl = G of the last real token,
+// D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl - G):
+//
+//   prep (fused_prep.cu, one CTA per (chunk, value head); parallel):
+//     q, k <- l2norm(q), l2norm(k)                      once per key head: written as qn, kn
+//     Ms   = scale lowerIncl(Q K^T .* D)
+//     A    = (I + strictLower(diag(beta) K K^T .* D))^-1   fp32 block inverse (bwd: kept in bf16)
+//     u    = A diag(beta) V,   w = A diag(beta Gm) K
+//
+//   fwd_scan (fused_scan.cu, one CTA per (BV value columns, value head); sequential over chunks):
+//     v_new = u - w S  and  P = scale diag(Gm) Q S      side by side: warps 0-3 and warps 4-7
+//     o = P + Ms v_new
+//     S = exp(Gl) S + K^T diag(El) v_new
+//   save_scan: the same recurrence without o, writing the entering states h_n and v_new (bwd).
+//   bwd_scan (reverse), with dS the gradient of the state leaving the chunk:
+//     dv_new = Ms^T do + diag(El) K dS
+//     dS = exp(Gl) dS + (scale diag(Gm) Q)^T do - w^T dv_new
+//   bwd_intra (fused_bwd_intra.cu, one CTA per (chunk, key head), looping over the group's value
+//   heads): every gradient from h_n, dh_n, v_new, dv_new and the stored A, as in
+//   chunked_bwd_intra.cu, without re-normalising q, k or re-inverting.
+//
+// The scans keep the state slice (128 x BV, fp32) in registers and prefetch the next chunk's tiles
+// with cp.async while they compute the current one (two shared-memory stages). BV is 128 when the
+// (batch, value head) pairs alone fill the GPU, so each CTA reads every tile once, and 64 when they
+// do not, so that twice as many CTAs share the sequential work.
+#pragma once
+
+#include "chunked.cuh"
+
+namespace qr::gdn::fused {
+
+using chunked::FwdInputs;
+using chunked::Geo;
+using chunked::kC;
+using chunked::kD;
+using chunked::kLdC;
+using chunked::kLdD;
+using chunked::kLdF;
+using chunked::kThreads;
+
+// Chunk-major scratch. Per-value-head tensors are [B, Hv, NT, ...], per-key-head ones
+// [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros).
+struct Workspace {
+  bf16* qn;  // [B,Hk,Tp,D]     normalised q
+  bf16* kn;  // [B,Hk,Tp,D]     normalised k
+  float* rq; // [B,Hk,Tp]       1 / sqrt(|q|^2 + eps), 1 without l2norm (backward only)
+  float* rk; // [B,Hk,Tp]       likewise for k (backward only)
+  float* G;  // [B,Hv,Tp]       in-chunk cumsum of g
+  bf16* w;   // [B,Hv,Tp,D]     A diag(beta Gm) K
+  bf16* u;   // [B,Hv,Tp,D]     A diag(beta) V
+  bf16* ms;  // [B,Hv,NT,C,C]   scale lowerIncl(Q K^T .* D)
+  bf16* a;   // [B,Hv,NT,C,C]   A = (I + L)^-1 (backward only)
+  bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
+  bf16* nu;  // [B,Hv,Tp,Dv]    v_new (backward only)
+  bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
+  bf16* dnu; // [B,Hv,Tp,Dv]    gradient of v_new (backward only)
+
+  static Workspace carve(const Shape& s, bool bwd, void* base, size_t* bytes) {
+    const size_t NT = (s.seq_len + kC - 1) / kC, Tp = NT * kC;
+    const size_t vh = size_t(s.batch) * s.value_heads, kh = size_t(s.batch) * s.key_heads;
+    Carver c{static_cast<char*>(base)};
+    Workspace ws{};
+    ws.qn = c.take<bf16>(kh * Tp * kD);
+    ws.kn = c.take<bf16>(kh * Tp * kD);
+    ws.G = c.take<float>(vh * Tp);
+    ws.w = c.take<bf16>(vh * Tp * kD);
+    ws.u = c.take<bf16>(vh * Tp * kD);
+    ws.ms = c.take<bf16>(vh * Tp * kC);
+    if (bwd) {
+      ws.rq = c.take<float>(kh * Tp);
+      ws.rk = c.take<float>(kh * Tp);
+      ws.a = c.take<bf16>(vh * Tp * kC);
+      ws.h = c.take<bf16>(vh * NT * kD * kD);
+      ws.nu = c.take<bf16>(vh * Tp * kD);
+      ws.dh = c.take<bf16>(vh * NT * kD * kD);
+      ws.dnu = c.take<bf16>(vh * Tp * kD);
+    }
+    if (bytes)
+      *bytes = c.used;
+    return ws;
+  }
+};
+
+// First token row of chunk n of value head bh = b * Hv + h, and of its key head, in the workspace.
+__device__ __forceinline__ size_t vrow(const Geo& g, int bh, int n) {
+  return (size_t(bh) * g.NT + n) * kC;
+}
+__device__ __forceinline__ size_t krow(const Geo& g, int bh, int n) {
+  const int b = bh / g.Hv, hk = (bh % g.Hv) / g.group;
+  return (size_t(b * g.Hk + hk) * g.NT + n) * kC;
+}
+
+// Copies a ROWS x COLS bf16 tile from shared memory (row stride ld_src) to global memory (row
+// stride ld_dst) in 16-byte pieces; COLS a multiple of 8.
+template <int ROWS, int COLS>
+__device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16* src, int ld_src) {
+  constexpr int kVec = COLS / 8;
+  for (int i = threadIdx.x; i < ROWS * kVec; i += kThreads) {
+    const int r = i / kVec, c = (i % kVec) * 8;
+    *reinterpret_cast<uint4*>(dst + r * ld_dst + c) =
+        *reinterpret_cast<const uint4*>(src + r * ld_src + c);
+  }
+}
+
+// Value columns per scan CTA (see the header comment).
+int scan_columns(const Geo& geo, int sm_count);
+
+std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool bwd,
+                        cudaStream_t st);
+std::string launch_fwd_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+                            Ref<bf16> o, float* ht, cudaStream_t st);
+std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+                             cudaStream_t st);
+std::string launch_bwd_scan(const Geo& geo, int bv, const Workspace& ws, Ref<const bf16> d_o,
+                            const float* dht, float* dh0, cudaStream_t st);
+std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
+                             Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
+
+} // namespace qr::gdn::fused

@@ -1,0 +1,351 @@
+// Fused GDN, the sequential stage: three scans over the chunks of one (value head, BV value
+// columns), one CTA of 8 warps each, the 128 x BV fp32 state slice in registers: warp w owns the
+// 32 x BV/2 tile at rows 32 (w % 4), columns BV/2 (w / 4). Warp tiles are at least 32 wide in both
+// directions where they can be: with mma.sync every warp reads its own A and B fragments from
+// shared memory, and ldmatrix traffic, not tensor throughput, bounds these loops.
+//
+// Every chunk's tiles come from fused_prep.cu's workspace (w, u, Ms, G, normalised Q and K) except
+// do. Two shared-memory stages: at the top of chunk n, once chunk n has landed and every warp has
+// left chunk n - 1, the CTA issues chunk n + 1's cp.async copies into the stage n - 1 used.
+//
+// fwd_scan, per chunk with entering state S:
+//   phase A  S -> bf16 smem; El = exp(Gl - G)
+//   phase B  warps 0-3: v_new = u - w S (64 x BV/4 at columns BV/4 w), stored as is and as
+//            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
+//   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
+// save_scan: phases A and C, and phase B for v_new only (a 2 x 4 grid of 32 x BV/4 warp tiles);
+//   writes h_n (bf16) after phase A and v_new after phase B.
+// bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
+//   phase A  dS -> bf16 smem, then to dh_n; Q rows scaled in place by scale exp(G)
+//   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
+//   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do - w^T dv_new
+// The tiles the backward scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
+// shared-memory copies in coalesced 16-byte pieces: stored straight from the mma fragments, as
+// 4-byte pieces that each half-fill a sector, they made these two kernels L2-bound.
+#include "fused.cuh"
+
+namespace qr::gdn::fused {
+namespace {
+
+using chunked::store_acc_bf16;
+
+template <int BV>
+constexpr int kLdV = BV + 8; // padded row stride of BV-wide bf16 tiles
+
+__device__ __forceinline__ void load_G(float* dst, const float* src) {
+  if (threadIdx.x < kC / 4)
+    cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
+}
+
+// The warp's state tile from / to an fp32 [Dk, Dv] state (nullable) at `at` = its first element.
+template <int BV>
+__device__ __forceinline__ void load_state(Acc<32, BV / 2>& S, const float* at) {
+  S.zero();
+  if (at)
+    S.each([&](int r, int c, float& x) { x = at[r * kD + c]; });
+}
+template <int BV>
+__device__ __forceinline__ void save_state(Acc<32, BV / 2>& S, float* at) {
+  if (at)
+    S.each([&](int r, int c, float& x) { at[r * kD + c] = x; });
+}
+
+__device__ __forceinline__ void store_bf16x2(bf16* p, float x0, float x1) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
+}
+__device__ __forceinline__ float2 load_bf16x2(const bf16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+
+template <class T>
+__device__ __forceinline__ T* offset(T* p, size_t i) {
+  return p ? p + i : nullptr;
+}
+
+template <int BV>
+struct FwdStage {
+  bf16 w[kC * kLdD], q[kC * kLdD], k[kC * kLdD];
+  bf16 ms[kC * kLdC];
+  bf16 u[kC * kLdV<BV>];
+  float G[kC];
+};
+// 223 KB at BV = 128.
+template <int BV>
+struct FwdSmem {
+  FwdStage<BV> st[2];
+  bf16 s[kD * kLdV<BV>];   // entering state, bf16 operand copy
+  bf16 nu[kC * kLdV<BV>];  // v_new
+  bf16 nus[kC * kLdV<BV>]; // v_new .* El
+  float el[kC], gs[kC];    // exp(Gl - G), scale exp(G)
+};
+
+template <int BV>
+__global__ void __launch_bounds__(kThreads, 1)
+    fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht) {
+  constexpr int ldv = kLdV<BV>;
+  extern __shared__ __align__(16) char smem_raw[];
+  FwdSmem<BV>& sm = *reinterpret_cast<FwdSmem<BV>*>(smem_raw);
+  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
+  const int pc = (BV / 4) * (warp % 4);                       // phase-B tile: 64 x BV/4
+
+  auto issue = [&](int n) {
+    FwdStage<BV>& s = sm.st[n & 1];
+    const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
+    load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kC, kThreads>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, BV, kThreads>(s.u, ldv, ws.u + row0 * kD + v0, kD, kC);
+    load_G(s.G, ws.G + row0);
+  };
+
+  const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
+  Acc<32, BV / 2> S;
+  load_state<BV>(S, offset(h0, state0));
+  issue(0);
+  cp_async_commit();
+  for (int n = 0; n < geo.NT; ++n) {
+    cp_async_wait<0>();
+    __syncthreads(); // chunk n has landed, and every warp is done with chunk n - 1
+    if (n + 1 < geo.NT)
+      issue(n + 1);
+    cp_async_commit();
+    const FwdStage<BV>& s = sm.st[n & 1];
+    const float Gl = s.G[kC - 1];
+    store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
+    if (tid < kC) {
+      sm.el[tid] = __expf(Gl - s.G[tid]);
+      sm.gs[tid] = geo.scale * __expf(s.G[tid]);
+    }
+    __syncthreads();
+
+    Acc<kC, BV / 4> X; // warps 0-3: w S; warps 4-7: P, then o
+    X.zero();
+    if (warp < 4) { // v_new = u - w S
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, 0, pc);
+      X.each_pair([&](int i, int c, float& x0, float& x1) {
+        const int j = pc + c;
+        const float2 u = load_bf16x2(s.u + i * ldv + j);
+        x0 = u.x - x0;
+        x1 = u.y - x1;
+        store_bf16x2(sm.nu + i * ldv + j, x0, x1);
+        store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
+      });
+    } else { // P = scale exp(G) .* (Q S)
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.q, kLdD, sm.s, ldv, 0, pc);
+      X.each([&](int i, int, float& x) { x *= sm.gs[i]; });
+    }
+    __syncthreads();
+    const float decay = __expf(Gl);
+    S.each([&](int, int, float& x) { x *= decay; });
+    warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
+    if (warp >= 4) { // o = P + Ms v_new
+      warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, 0, pc);
+      store_acc_bf16(X, o.at(b, n * kC, h) + v0 + pc, o.st, geo.valid(n));
+    }
+  }
+  save_state<BV>(S, offset(ht, state0));
+}
+
+template <int BV>
+struct SaveStage {
+  bf16 w[kC * kLdD], k[kC * kLdD];
+  bf16 u[kC * kLdV<BV>];
+  float G[kC];
+};
+template <int BV>
+struct SaveSmem {
+  SaveStage<BV> st[2];
+  bf16 s[kD * kLdV<BV>];
+  bf16 nu[kC * kLdV<BV>];  // v_new
+  bf16 nus[kC * kLdV<BV>]; // v_new .* El
+  float el[kC];
+};
+
+template <int BV>
+__global__ void __launch_bounds__(kThreads, 1)
+    save_scan_kernel(Geo geo, Workspace ws, const float* h0) {
+  constexpr int ldv = kLdV<BV>;
+  extern __shared__ __align__(16) char smem_raw[];
+  SaveSmem<BV>& sm = *reinterpret_cast<SaveSmem<BV>*>(smem_raw);
+  const int v0 = blockIdx.x * BV, bh = blockIdx.y;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
+  const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
+
+  auto issue = [&](int n) {
+    SaveStage<BV>& s = sm.st[n & 1];
+    const size_t row0 = vrow(geo, bh, n);
+    load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow(geo, bh, n) * kD, kD, kC);
+    load_tile_async<kC, BV, kThreads>(s.u, ldv, ws.u + row0 * kD + v0, kD, kC);
+    load_G(s.G, ws.G + row0);
+  };
+
+  Acc<32, BV / 2> S;
+  load_state<BV>(S, offset(h0, size_t(bh) * kD * kD + sr * kD + v0 + sc));
+  issue(0);
+  cp_async_commit();
+  for (int n = 0; n < geo.NT; ++n) {
+    cp_async_wait<0>();
+    __syncthreads();
+    if (n + 1 < geo.NT)
+      issue(n + 1);
+    cp_async_commit();
+    const SaveStage<BV>& s = sm.st[n & 1];
+    const size_t row0 = vrow(geo, bh, n);
+    const float Gl = s.G[kC - 1];
+    store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
+    if (tid < kC)
+      sm.el[tid] = __expf(Gl - s.G[tid]);
+    __syncthreads();
+    store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv);
+
+    Acc<32, BV / 4> X;
+    X.zero();
+    warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, pr, pc);
+    X.each_pair([&](int r, int c, float& x0, float& x1) {
+      const int i = pr + r, j = pc + c;
+      const float2 u = load_bf16x2(s.u + i * ldv + j);
+      x0 = u.x - x0;
+      x1 = u.y - x1;
+      store_bf16x2(sm.nu + i * ldv + j, x0, x1);
+      store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
+    });
+    __syncthreads();
+    store_tile<kC, BV>(ws.nu + row0 * kD + v0, kD, sm.nu, ldv);
+    const float decay = __expf(Gl);
+    S.each([&](int, int, float& x) { x *= decay; });
+    warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
+  }
+}
+
+template <int BV>
+struct BwdStage {
+  bf16 q[kC * kLdD], k[kC * kLdD], w[kC * kLdD];
+  bf16 ms[kC * kLdC];
+  bf16 d_o[kC * kLdV<BV>];
+  float G[kC];
+};
+template <int BV>
+struct BwdSmem {
+  BwdStage<BV> st[2];
+  bf16 ds[kD * kLdV<BV>];   // leaving-state gradient, bf16 operand copy
+  bf16 dnu[kC * kLdV<BV>];  // dv_new
+  bf16 dnun[kC * kLdV<BV>]; // -dv_new
+  float el[kC];
+};
+
+template <int BV>
+__global__ void __launch_bounds__(kThreads, 1)
+    bwd_scan_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht, float* dh0) {
+  constexpr int ldv = kLdV<BV>;
+  extern __shared__ __align__(16) char smem_raw[];
+  BwdSmem<BV>& sm = *reinterpret_cast<BwdSmem<BV>*>(smem_raw);
+  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state-gradient tile
+  const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
+
+  auto issue = [&](int n) {
+    BwdStage<BV>& s = sm.st[n & 1];
+    const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
+    load_tile_async<kC, kD, kThreads>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
+    load_tile_async<kC, kC, kThreads>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, BV, kThreads>(s.d_o, ldv, d_o.at(b, n * kC, h) + v0, d_o.st, geo.valid(n));
+    load_G(s.G, ws.G + row0);
+  };
+
+  const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
+  Acc<32, BV / 2> dS;
+  load_state<BV>(dS, offset(dht, state0));
+  issue(geo.NT - 1);
+  cp_async_commit();
+  for (int n = geo.NT - 1; n >= 0; --n) {
+    cp_async_wait<0>();
+    __syncthreads();
+    if (n > 0)
+      issue(n - 1);
+    cp_async_commit();
+    BwdStage<BV>& s = sm.st[n & 1];
+    const size_t row0 = vrow(geo, bh, n);
+    const float Gl = s.G[kC - 1];
+    store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
+    if (tid < kC)
+      sm.el[tid] = __expf(Gl - s.G[tid]);
+    for (int e = tid; e < kC * kD / 8; e += kThreads) { // Q rows *= scale exp(G)
+      const int i = e / (kD / 8), c = (e % (kD / 8)) * 8;
+      const float f = geo.scale * __expf(s.G[i]);
+      uint4* p = reinterpret_cast<uint4*>(s.q + i * kLdD + c);
+      uint4 x = *p;
+      __nv_bfloat162* y = reinterpret_cast<__nv_bfloat162*>(&x);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 t = __bfloat1622float2(y[j]);
+        y[j] = __floats2bfloat162_rn(t.x * f, t.y * f);
+      }
+      *p = x;
+    }
+    __syncthreads();
+    store_tile<kD, BV>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
+
+    {
+      Acc<32, BV / 4> X;
+      X.zero();
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
+      X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
+      warp_mma<Lay::KM, Lay::KN, kC>(X, s.ms, kLdC, s.d_o, ldv, pr, pc);
+      X.each_pair([&](int r, int c, float& x0, float& x1) {
+        store_bf16x2(sm.dnu + (pr + r) * ldv + pc + c, x0, x1);
+        store_bf16x2(sm.dnun + (pr + r) * ldv + pc + c, -x0, -x1);
+      });
+    }
+    __syncthreads();
+    store_tile<kC, BV>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
+    const float decay = __expf(Gl);
+    dS.each([&](int, int, float& x) { x *= decay; });
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);
+  }
+  save_state<BV>(dS, offset(dh0, state0));
+}
+
+template <class Kernel, class... Args>
+std::string launch(Kernel kernel, size_t smem, const Geo& geo, int bv, cudaStream_t st,
+                   Args... args) {
+  QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<dim3(kD / bv, geo.B * geo.Hv), kThreads, smem, st>>>(geo, args...);
+  QR_CUDA_TRY(cudaGetLastError());
+  return {};
+}
+
+} // namespace
+
+int scan_columns(const Geo& geo, int sm_count) {
+  return 4 * geo.B * geo.Hv >= 3 * sm_count ? 128 : 64;
+}
+
+std::string launch_fwd_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+                            Ref<bf16> o, float* ht, cudaStream_t st) {
+  return bv == 128 ? launch(fwd_scan_kernel<128>, sizeof(FwdSmem<128>), geo, bv, st, ws, h0, o, ht)
+                   : launch(fwd_scan_kernel<64>, sizeof(FwdSmem<64>), geo, bv, st, ws, h0, o, ht);
+}
+
+std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+                             cudaStream_t st) {
+  return bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, bv, st, ws, h0)
+                   : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, bv, st, ws, h0);
+}
+
+std::string launch_bwd_scan(const Geo& geo, int bv, const Workspace& ws, Ref<const bf16> d_o,
+                            const float* dht, float* dh0, cudaStream_t st) {
+  return bv == 128
+             ? launch(bwd_scan_kernel<128>, sizeof(BwdSmem<128>), geo, bv, st, ws, d_o, dht, dh0)
+             : launch(bwd_scan_kernel<64>, sizeof(BwdSmem<64>), geo, bv, st, ws, d_o, dht, dh0);
+}
+
+} // namespace qr::gdn::fused
