@@ -121,12 +121,20 @@ TEST_CASE("diff: JSON values") {
 TEST_CASE("diff: dotlist round trip, build A + dotlist(A, B) == build B") {
   const std::vector<RecipeSpec> all = compiler().catalog().all();
   int pairs = 0;
+  // Every recipe as B: from its neighbours in the catalogue (other models and precisions) and
+  // from the same model on another GPU; with --mcore gdn for the recipes that profile changes.
   for (const char* profile : {"pinned", "gdn"})
     for (std::size_t i = 0; i < all.size(); ++i) {
+      const bool gdn_branch = all[i].model->name.rfind("qwen35_", 0) == 0 &&
+                              (all[i].gpu->name == "gb300" || all[i].gpu->name == "vr200");
+      if (std::string(profile) == "gdn" && !gdn_branch)
+        continue;
       std::vector<const RecipeSpec*> others{&all[(i + 1) % all.size()], &all[(i + 7) % all.size()]};
       for (const RecipeSpec& s : all)
-        if (s.model == all[i].model && s.precision == all[i].precision && s.gpu != all[i].gpu)
+        if (s.model == all[i].model && s.precision == all[i].precision && s.gpu != all[i].gpu) {
           others.push_back(&s);
+          break;
+        }
       for (const RecipeSpec* other : others) {
         const RecipeSpec& a = *other;
         const RecipeSpec& b = all[i];
@@ -154,7 +162,7 @@ TEST_CASE("diff: dotlist round trip, build A + dotlist(A, B) == build B") {
         ++pairs;
       }
     }
-  CHECK(pairs > 400);
+  CHECK(pairs > 200);
 }
 
 TEST_CASE("diff --explain: the last pass or override that wrote a path") {
