@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <regex>
+#include <functional>
 #include <set>
 
 namespace qr {
@@ -673,8 +673,12 @@ Value Schema::coerce_scalar(const YamlNode& node, const Type& type, const std::s
                 did_you_mean(name, known));
   }
   case Type::Kind::Callable: {
-    static const std::regex dotted("[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+");
-    if (!std::regex_match(t, dotted))
+    bool dotted = t.find('.') != std::string::npos;
+    for (std::size_t start = 0, dot = 0; dotted && start <= t.size(); start = dot + 1) {
+      dot = std::min(t.find('.', start), t.size());
+      dotted = is_identifier(std::string_view(t).substr(start, dot - start));
+    }
+    if (!dotted)
       throw Error(doc.where(node) + ": '" + path +
                   "': expected a dotted Python path (module.name), got '" + t + "'");
     Map m;

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -121,10 +120,6 @@ std::string mark_text(const std::string& source, const YAML::Mark& m) {
   if (m.is_null())
     return source;
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-bool matches(const std::string& text, const std::regex& re) {
-  return std::regex_match(text, re);
 }
 
 } // namespace
@@ -333,12 +328,11 @@ Value resolve_plain_scalar(const std::string& t) {
   const char c0 = t[0];
   if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
     return t;
-  static const std::regex other_int("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?0x[0-9a-fA-F_]+");
   if (auto v = parse_decimal_int(t))
     return *v;
   if (is_decimal_int_text(t))
     return *parse_float_text(t); // beyond int64: Python keeps an int; a float is the closest
-  if (matches(t, other_int)) {
+  if (is_other_base_int(t)) {
     std::string s;
     for (char c : t)
       if (c != '_')
@@ -355,8 +349,12 @@ Value resolve_plain_scalar(const std::string& t) {
       s.erase(0, 2);
     }
     std::int64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v, base);
-    return neg ? -v : v;
+    if (std::from_chars(s.data(), s.data() + s.size(), v, base).ec == std::errc())
+      return neg ? -v : v;
+    double d = 0; // beyond int64, as for decimal ints
+    for (char c : s)
+      d = d * base + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    return neg ? -d : d;
   }
   if (is_pyyaml_float(t))
     return *parse_float_text(t);

@@ -36,6 +36,7 @@ TEST_CASE("plain scalars resolve as PyYAML's safe_load does (YAML 1.1)") {
   CHECK(resolve_plain_scalar("1_000") == Value(1000));
   CHECK(resolve_plain_scalar("0x10") == Value(16));
   CHECK(resolve_plain_scalar("010") == Value(8));
+  CHECK(resolve_plain_scalar("0x1_0000_0000_0000_0000") == Value(0x1p64)); // beyond int64: float
   CHECK(resolve_plain_scalar("1.5") == Value(1.5));
   CHECK(resolve_plain_scalar("1.0e-05") == Value(1e-5));
   CHECK(resolve_plain_scalar(".inf") == Value(INFINITY));
