@@ -27,10 +27,45 @@ std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g) {
                                                           : directory_data(g.recipes_dir));
 }
 
+namespace {
+
+// Writes all of `text`; false (errno set) on failure.
+bool write_all(int fd, const std::string& text) {
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
       throw Error("cannot write to standard output: " + std::string(std::strerror(errno)));
+    return;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode))
+      throw Error(path + ": is a directory; give -o a file name");
+    // A device or a pipe (/dev/stdout, a FIFO) is written in place: a rename would replace it.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      throw Error(path + ": cannot open for writing: " + std::strerror(errno));
+    const bool ok = write_all(fd, text);
+    const std::string why = std::strerror(errno);
+    if (::close(fd) != 0 || !ok)
+      throw Error(path + ": write failed: " + (ok ? std::string(std::strerror(errno)) : why));
     return;
   }
   std::string tmpl = path + ".tmp.XXXXXX";
@@ -43,18 +78,8 @@ void write_output(const std::string& path, const std::string& text) {
     ::unlink(tmpl.c_str());
     throw Error(path + ": " + what + ": " + why);
   };
-  const char* p = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      fail("write failed");
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  if (!write_all(fd, text))
+    fail("write failed");
   // Same permissions an ordinary new file would get.
   const mode_t mask = ::umask(0);
   ::umask(mask);

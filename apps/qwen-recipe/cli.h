@@ -18,7 +18,8 @@ void setup_logging(const GlobalOptions& g);
 std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g);
 
 // Writes `text` to `path` atomically (temporary file in the same directory, then rename), or to
-// stdout when path is empty or "-". Throws qr::Error; leaves no file behind on failure.
+// stdout when path is empty or "-", or in place when it is a device or a pipe (/dev/stdout).
+// Throws qr::Error; leaves no file behind on failure.
 void write_output(const std::string& path, const std::string& text);
 
 } // namespace qr::cli

@@ -48,8 +48,10 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   req.profile = o.profile;
   req.pipeline_text = o.pipeline;
   req.base_file = o.base;
+  // The first argument is the recipe; with --base, only when it cannot be an override.
   auto it = o.args.begin();
-  if (o.base.empty() && it != o.args.end())
+  if (it != o.args.end() &&
+      (o.base.empty() || (it->find('=') == std::string::npos && !it->starts_with("~"))))
     req.recipe = *it++;
   req.overrides.assign(it, o.args.end());
   if (o.print_pipeline) {

@@ -123,5 +123,7 @@ std::string_view kind_name(const Value& v);
 
 // Short one-line rendering of a value for messages and logs (flow style, truncated).
 std::string brief(const Value& v, std::size_t max_chars = 80);
+// Text cut to at most max_chars (at a UTF-8 boundary, ending "..."), for messages.
+std::string clip(std::string_view text, std::size_t max_chars = 80);
 
 } // namespace qr

@@ -5,8 +5,10 @@
 #include "config/utf8.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -24,7 +26,9 @@ namespace {
 // Builds YamlNodes from yaml-cpp's parser events.
 class TreeBuilder : public YAML::EventHandler {
 public:
-  explicit TreeBuilder(YamlDoc& doc) : doc_(doc) {}
+  // yaml-cpp's marks count bytes after a byte-order mark.
+  TreeBuilder(YamlDoc& doc, std::string_view text)
+      : doc_(doc), text_(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text) {}
 
   int documents = 0;
 
@@ -45,6 +49,7 @@ public:
   }
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
+    check_closed(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Scalar);
     n.text = value;
     n.plain = tag == "?";
@@ -76,6 +81,7 @@ private:
   };
 
   YamlDoc& doc_;
+  std::string_view text_;
   std::vector<Open> stack_;
   std::map<YAML::anchor_t, const YamlNode*> anchors_;
 
@@ -98,6 +104,28 @@ private:
     stack_.push_back({&n});
   }
   void close() { stack_.pop_back(); }
+  // yaml-cpp takes a quoted scalar that is never closed to run to the end of the input, and so
+  // swallows the rest of the file without a word.
+  void check_closed(const YAML::Mark& mark) const {
+    const auto pos = static_cast<std::size_t>(mark.pos);
+    if (mark.pos < 0 || pos >= text_.size() || (text_[pos] != '"' && text_[pos] != '\''))
+      return;
+    const char quote = text_[pos];
+    for (std::size_t i = pos + 1; i < text_.size(); ++i) {
+      if (quote == '"' && text_[i] == '\\')
+        ++i;
+      else if (text_[i] == quote &&
+               !(quote == '\'' && i + 1 < text_.size() && text_[i + 1] == '\''))
+        return;
+      else if (text_[i] == quote)
+        ++i; // '' in single quotes
+    }
+    throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                std::to_string(mark.column + 1) + ": invalid YAML: the " +
+                (quote == '"' ? "double" : "single") +
+                "-quoted string that starts here is never closed: add the closing " +
+                (quote == '"' ? "'\"'" : "\"'\""));
+  }
   void attach(const YamlNode* n) {
     if (stack_.empty()) {
       if (doc_.root == nullptr)
@@ -122,6 +150,59 @@ std::string mark_text(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
+// The 1-based line and column of a byte offset.
+std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t pos) {
+  const std::string_view before = text.substr(0, pos);
+  const std::size_t line_start = before.rfind('\n') + 1; // npos + 1 == 0
+  return {static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n')) + 1,
+          pos - line_start + 1};
+}
+
+// The offset of the first tab in the indentation of a line up to `last_line` (1-based), or npos.
+std::size_t tab_in_indentation(std::string_view text, std::size_t last_line) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size() && line <= last_line; ++line) {
+    for (; i < text.size() && (text[i] == ' ' || text[i] == '\t'); ++i)
+      if (text[i] == '\t')
+        return i;
+    i = text.find('\n', i);
+    if (i == std::string_view::npos)
+      break;
+    ++i;
+  }
+  return std::string_view::npos;
+}
+
+// What to do about yaml-cpp's parse errors, which say what is wrong but not how to fix it.
+std::string syntax_hint(const std::string& msg) {
+  static const std::pair<std::string_view, std::string_view> hints[] = {
+      {"end of sequence flow not found", "a '[' is never closed: add the missing ']'"},
+      {"end of map flow not found", "a '{' is never closed: add the missing '}'"},
+      {"illegal flow end",
+       "this ']' or '}' closes nothing: remove it, or add the bracket it should close"},
+      {"end of map not found",
+       "this line's indentation does not line up with the keys above it: indent it like the "
+       "other keys of its section"},
+      {"end of sequence not found",
+       "this line's indentation does not line up with the list above it: indent every '- ' "
+       "item alike"},
+      {"illegal map value",
+       "a 'key:' where none can start: indent this line to line up with the keys of its "
+       "section, or quote a value that contains ': '"},
+      {"illegal block entry",
+       "a '- ' list item where none can start: indent it under its key, like the other items"},
+      {"illegal map key", "a '? ' key where none can start: check the indentation"},
+      {"illegal EOF in scalar", "a quoted string is never closed: add the closing quote"},
+      {"unknown escape character",
+       "in double quotes write '\\\\' for a backslash, or use single quotes"},
+      {"the referenced anchor is not defined", "define '&name' before using '*name'"},
+  };
+  for (const auto& [prefix, hint] : hints)
+    if (msg.starts_with(prefix))
+      return "; " + std::string(hint);
+  return "; fix the YAML syntax here";
+}
+
 } // namespace
 
 std::string YamlDoc::where(const YamlNode& n) const {
@@ -133,7 +214,8 @@ std::string YamlDoc::where(const YamlNode& n) const {
 void ExpansionBudget::spend(const YamlDoc& doc, const YamlNode& at) {
   if (left_ == 0)
     throw Error(doc.where(at) +
-                ": document expands to too many nodes (aliases nested too deep?); refusing it");
+                ": document expands to too many nodes (aliases nested too deep?); refusing it: "
+                "write the config out without aliases of aliases");
   --left_;
 }
 
@@ -143,27 +225,40 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
     throw Error(source + ": input is " + std::to_string(text.size() >> 20) +
                 " MiB, larger than the " + std::to_string(limits.max_bytes >> 20) +
                 " MiB a config may be");
-  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
-    throw Error(source + ": invalid UTF-8 at byte " + std::to_string(bad) +
-                "; configs must be UTF-8 text");
+  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+    const auto [line, col] = line_col(text, bad);
+    throw Error(source + ": invalid UTF-8 at byte " + std::to_string(bad) + " (line " +
+                std::to_string(line) + ", column " + std::to_string(col) +
+                "); configs must be UTF-8 text: save the file as UTF-8");
+  }
   auto doc = std::make_shared<YamlDoc>();
   doc->source = source;
   std::istringstream in{std::string(text)};
-  TreeBuilder builder(*doc);
+  TreeBuilder builder(*doc, text);
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
       if (builder.documents > 1)
-        throw Error(source + ": more than one YAML document; a config is one document");
+        throw Error(source + ": more than one YAML document; a config is one document: keep "
+                             "one, with no '---' line between its parts");
     }
   } catch (const YAML::DeepRecursion& e) {
     throw Error(mark_text(source, e.mark) + ": nesting deeper than " + std::to_string(e.depth()) +
                 " levels; a config is never that deep");
   } catch (const YAML::Exception& e) {
-    throw Error(mark_text(source, e.mark) + ": invalid YAML: " + e.msg);
+    // A tab in the indentation is the usual cause, whatever yaml-cpp makes of it.
+    const std::size_t tab = tab_in_indentation(
+        text, e.mark.is_null() ? text.size() : static_cast<std::size_t>(e.mark.line) + 1);
+    if (tab != std::string_view::npos) {
+      const auto [line, col] = line_col(text, tab);
+      throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                  ": a tab indents this line; YAML indents with spaces only: replace the tab "
+                  "with spaces");
+    }
+    throw Error(mark_text(source, e.mark) + ": invalid YAML: " + e.msg + syntax_hint(e.msg));
   }
   if (doc->root == nullptr)
-    throw Error(source + ": empty document; expected a YAML mapping");
+    throw Error(source + ": empty document (nothing but blanks and comments); give YAML content");
   // Count nodes once with aliases expanded, so that later conversions cannot blow up.
   ExpansionBudget budget(limits.max_nodes);
   std::vector<const YamlNode*> todo{doc->root};
@@ -184,7 +279,8 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
 std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw Error(path + ": no such file");
+    throw Error(path + (errno == ENOENT ? std::string(": no such file")
+                                        : ": cannot read: " + std::string(std::strerror(errno))));
   if (S_ISDIR(st.st_mode))
     throw Error(path + ": is a directory, expected a YAML file");
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
@@ -192,9 +288,10 @@ std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimit
   if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > limits.max_bytes)
     throw Error(path + ": file is " + std::to_string(st.st_size >> 20) + " MiB, larger than the " +
                 std::to_string(limits.max_bytes >> 20) + " MiB a config may be");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(path + ": cannot read (permission denied?)");
+    throw Error(path + ": cannot read: " + std::strerror(errno != 0 ? errno : EIO));
   std::string text;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -314,6 +411,13 @@ std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::
   return doc;
 }
 
+std::string duplicate_key_hint(const YamlNode& map, const YamlNode& key) {
+  for (const auto& [k, v] : map.entries)
+    if (k->text == key.text && k != &key)
+      return " (first at line " + std::to_string(k->line) + "); keep one of them";
+  return "; keep one of them";
+}
+
 Value resolve_plain_scalar(const std::string& t) {
   if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL")
     return Null{};
@@ -374,7 +478,7 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
       if (n.tag == "tag:yaml.org,2002:null" || n.tag == "tag:yaml.org,2002:bool" ||
           n.tag == "tag:yaml.org,2002:int" || n.tag == "tag:yaml.org,2002:float")
         return resolve_plain_scalar(n.text);
-      throw Error(doc.where(n) + ": unsupported YAML tag '" + n.tag + "'");
+      throw Error(doc.where(n) + ": unsupported YAML tag '" + n.tag + "'; remove the tag");
     }
     return n.plain ? resolve_plain_scalar(n.text) : Value(n.text);
   case YamlNode::Kind::Sequence: {
@@ -399,7 +503,8 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
         mk = {k->text, false};
       }
       if (m.contains(mk.text))
-        throw Error(doc.where(*k) + ": duplicate key '" + mk.text + "'");
+        throw Error(doc.where(*k) + ": duplicate key '" + mk.text + "'" +
+                    duplicate_key_hint(n, *k));
       m.set(std::move(mk), convert(doc, *v));
     }
     return m;

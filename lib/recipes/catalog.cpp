@@ -71,6 +71,12 @@ std::string substitute(const YamlDoc& doc, const YamlNode& at, const std::string
   return out + text.substr(last);
 }
 
+// The schema's default for `model` is an empty map: a config has a model once it has a class.
+bool has_model_section(const Schema& schema, const Value& root) {
+  const Value* model = root.as_map().find("model");
+  return model != nullptr && schema.class_of(*model) != nullptr;
+}
+
 std::vector<Waiver> waivers_of(const YamlNode* node) {
   std::vector<Waiver> out;
   if (node != nullptr)
@@ -334,7 +340,7 @@ Value Catalog::base_config(const ModelInfo& m, std::string_view profile) const {
     TypingContext ctx{&layer, std::string(profile), true, true};
     schema_->overlay(root, *layer.root, "", ctx);
   }
-  if (root.as_map().find("model") == nullptr)
+  if (!has_model_section(*schema_, root))
     throw Error("model " + m.name + ": its base layers give no 'model' section");
   return root;
 }
@@ -342,11 +348,13 @@ Value Catalog::base_config(const ModelInfo& m, std::string_view profile) const {
 Value Catalog::base_from_file(const std::string& path, std::string_view profile) const {
   auto doc = read_yaml_file(path);
   if (doc->root->kind != YamlNode::Kind::Mapping)
-    throw Error(doc->where(*doc->root) + ": expected a mapping (a Megatron-Bridge config)");
+    throw Error(doc->where(*doc->root) + ": expected a mapping (a Megatron-Bridge config), got " +
+                (doc->root->kind == YamlNode::Kind::Sequence ? "a list"
+                                                             : "'" + clip(doc->root->text) + "'"));
   Value root = schema_->instantiate(schema_->root(), profile);
   TypingContext ctx{doc.get(), std::string(profile), true, true};
   schema_->overlay(root, *doc->root, "", ctx);
-  if (root.as_map().find("model") == nullptr)
+  if (!has_model_section(*schema_, root))
     throw Error(path + ": no 'model' section; a base config needs model._target_ and its fields");
   return root;
 }

@@ -60,7 +60,26 @@ TEST_CASE("bad documents fail with the file, line and column") {
   CHECK_THAT(error_of("a: 1\n---\nb: 2\n"), Catch::Contains("more than one YAML document"));
   CHECK_THAT(error_of(""), Catch::Contains("empty document"));
   CHECK_THAT(error_of("a: !!python/object:os.system x\n"), Catch::Contains("unsupported YAML tag"));
-  CHECK_THAT(error_of("a: \xff\n"), Catch::Contains("invalid UTF-8 at byte 3"));
+  CHECK_THAT(error_of("a: \xff\n"), Catch::Contains("invalid UTF-8 at byte 3 (line 1, column 4)"));
+}
+
+TEST_CASE("a quoted string that is never closed is an error, not the rest of the file") {
+  // yaml-cpp alone reads `"x` to the end of the input, swallowing every key after it.
+  for (const std::string& text :
+       {std::string("a: \"x\nb: 1\n"), std::string("a: 'x\nb: 1\n"),
+        std::string("\xEF\xBB\xBF" "a: \"x\nb: 1\n"), std::string("\xC3\xA9: 1\na: [\"y\", \"x]\n")})
+    CHECK_THAT(error_of(text), Catch::Contains("-quoted string that starts here is never closed"));
+  CHECK(load("a: \"q\\\"\"\nb: 'it''s'\n") == load("a: 'q\"'\nb: \"it's\"\n"));
+}
+
+TEST_CASE("syntax errors say what to do") {
+  CHECK(error_of("a:\n\tb: 1\n") == "in.yaml:2:1: a tab indents this line; YAML indents with "
+                                    "spaces only: replace the tab with spaces");
+  CHECK_THAT(error_of("a: [1, 2\n"), Catch::EndsWith("a '[' is never closed: add the missing ']'"));
+  CHECK_THAT(error_of("a:\n  b: 1\n c: 2\n"),
+             Catch::StartsWith("in.yaml:3:2: invalid YAML: end of map not found; this line's "
+                               "indentation does not line up"));
+  CHECK_THAT(error_of("a: 1\na: 2\n"), Catch::EndsWith("(first at line 1); keep one of them"));
 }
 
 TEST_CASE("an alias bomb is refused, not expanded") {
