@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -230,6 +231,16 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
     throw Error(source + ": invalid UTF-8 at byte " + std::to_string(bad) + " (line " +
                 std::to_string(line) + ", column " + std::to_string(col) +
                 "); configs must be UTF-8 text: save the file as UTF-8");
+  }
+  char32_t cp = 0;
+  if (const std::size_t bad = unprintable_at(text, cp); bad != std::string_view::npos) {
+    const auto [line, col] = line_col(text, bad);
+    char code[16];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(cp));
+    throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                ": control character " + code +
+                ", which YAML does not allow in a file: remove it, or write it as an escape in a "
+                "double-quoted string");
   }
   auto doc = std::make_shared<YamlDoc>();
   doc->source = source;

@@ -419,10 +419,12 @@ private:
       }
       if (end > 0 && end + 1 < text.size() && (ch == ' ' || start >= end) &&
           column_ + static_cast<int>(end - start) > kBestWidth && split) {
-        write(text.substr(start, end - start));
-        write_ascii("\\");
-        if (start < end)
+        // Right after an escape start is end + 1: Python's text[start:end] is then empty.
+        if (start < end) {
+          write(text.substr(start, end - start));
           start = end;
+        }
+        write_ascii("\\");
         write_indent();
         whitespace_ = indention_ = false;
         if (text[start] == ' ')

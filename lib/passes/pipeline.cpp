@@ -180,7 +180,7 @@ void Pipeline::bind(const Config& base, const Catalog& catalog) {
       names.push_back(o.name);
     for (const auto& [key, text] : inv.raw_options) {
       auto it = std::find_if(info.options.begin(), info.options.end(),
-                             [&](const PassOption& o) { return o.name == key; });
+                             [&key = key](const PassOption& o) { return o.name == key; });
       if (it == info.options.end())
         throw Error("pipeline: " + inv.label() + " has no option '" + key + "'" +
                     did_you_mean(key, names) + "; its options: " + option_list(info));

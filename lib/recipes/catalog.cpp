@@ -346,16 +346,20 @@ Value Catalog::base_config(const ModelInfo& m, std::string_view profile) const {
 }
 
 Value Catalog::base_from_file(const std::string& path, std::string_view profile) const {
-  auto doc = read_yaml_file(path);
-  if (doc->root->kind != YamlNode::Kind::Mapping)
-    throw Error(doc->where(*doc->root) + ": expected a mapping (a Megatron-Bridge config), got " +
-                (doc->root->kind == YamlNode::Kind::Sequence ? "a list"
-                                                             : "'" + clip(doc->root->text) + "'"));
+  return base_from_doc(*read_yaml_file(path), profile);
+}
+
+Value Catalog::base_from_doc(const YamlDoc& doc, std::string_view profile) const {
+  if (doc.root->kind != YamlNode::Kind::Mapping)
+    throw Error(
+        doc.where(*doc.root) + ": expected a mapping (a Megatron-Bridge config), got " +
+        (doc.root->kind == YamlNode::Kind::Sequence ? "a list" : "'" + clip(doc.root->text) + "'"));
   Value root = schema_->instantiate(schema_->root(), profile);
-  TypingContext ctx{doc.get(), std::string(profile), true, true};
-  schema_->overlay(root, *doc->root, "", ctx);
+  TypingContext ctx{&doc, std::string(profile), true, true};
+  schema_->overlay(root, *doc.root, "", ctx);
   if (!has_model_section(*schema_, root))
-    throw Error(path + ": no 'model' section; a base config needs model._target_ and its fields");
+    throw Error(doc.source +
+                ": no 'model' section; a base config needs model._target_ and its fields");
   return root;
 }
 

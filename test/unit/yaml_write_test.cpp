@@ -88,6 +88,24 @@ TEST_CASE("long plain and quoted scalars fold at column 80 like PyYAML") {
   CHECK(dump("q", quoted) == first_line + "\n  b b b b b b b b b b b b '\n");
 }
 
+TEST_CASE("long double-quoted scalars fold right after an escape like PyYAML") {
+  // A fold right after an escape once wrote the rest of the text raw, then the text again.
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i)
+      out += s;
+    return out;
+  };
+  // PyYAML 6.0: yaml.safe_dump({'a': 'caf' + '\u00e9' * 40 + '/train'}, default_flow_style=False)
+  CHECK(dump("a", "caf" + repeat("\xC3\xA9", 40) + "/train") == "a: \"caf" + repeat("\\xE9", 19) +
+                                                                    "\\\n  " + repeat("\\xE9", 20) +
+                                                                    "\\\n  \\xE9/train\"\n");
+  // yaml.safe_dump({'a': '\x05' * 30 + ' x' + '\x05' * 30}, default_flow_style=False)
+  CHECK(dump("a", repeat("\x05", 30) + " x" + repeat("\x05", 30)) ==
+        "a: \"" + repeat("\\x05", 20) + "\\\n  " + repeat("\\x05", 10) + " x" +
+            repeat("\\x05", 10) + "\\\n  " + repeat("\\x05", 20) + "\"\n");
+}
+
 TEST_CASE("block layout: sorted keys, indentless lists, enums as maps, empty collections") {
   Map enum_value;
   enum_value.set("_target_", "megatron.core.transformer.enums.CudaGraphModule");
