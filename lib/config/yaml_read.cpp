@@ -137,6 +137,10 @@ private:
     if (top.node->kind == YamlNode::Kind::Sequence) {
       top.node->items.push_back(n);
     } else if (top.pending_key == nullptr) {
+      // PyYAML merges `<<: *anchor` into the mapping; yaml-cpp would keep a key named '<<'.
+      if (n->kind == YamlNode::Kind::Scalar && n->plain && n->text == "<<")
+        throw Error(doc_.where(*n) + ": merge keys ('<<') are not supported: write the merged "
+                                     "keys out in this mapping");
       top.pending_key = n;
     } else {
       top.node->entries.emplace_back(top.pending_key, n);

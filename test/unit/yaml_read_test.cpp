@@ -80,6 +80,9 @@ TEST_CASE("syntax errors say what to do") {
              Catch::StartsWith("in.yaml:3:2: invalid YAML: end of map not found; this line's "
                                "indentation does not line up"));
   CHECK_THAT(error_of("a: 1\na: 2\n"), Catch::EndsWith("(first at line 1); keep one of them"));
+  CHECK_THAT(error_of("d: &d {x: 1}\ne:\n  <<: *d\n"),
+             Catch::StartsWith("in.yaml:3:3: merge keys ('<<') are not supported"));
+  CHECK(load("'<<': 1\n").as_map().find("<<") != nullptr); // a quoted '<<' is a plain key
 }
 
 TEST_CASE("an alias bomb is refused, not expanded") {
