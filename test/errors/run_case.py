@@ -18,8 +18,9 @@ A case file is a few directives, then the input files it needs:
 
 Every case must: exit with the expected code, print nothing on stdout, print exactly one line
 on stderr that starts with 'error: ' and matches the regex, and leave the work directory as it
-found it (no output file, no temporary file). It runs in its own empty directory, which is
-removed afterwards.
+found it (no output file, no temporary file). A `build` case without -o runs a second time with
+`-o out.yaml` appended, which must fail with the same line and leave no out.yaml (nor its
+temporary file). It runs in its own empty directory, which is removed afterwards.
 """
 
 import argparse
@@ -118,39 +119,50 @@ def main():
         caps = "-dac_override,-dac_read_search"
         command = ["setpriv", "--inh-caps=" + caps, "--bounding-set=" + caps] + command
 
-    before = snapshot(work)
-    try:
-        r = subprocess.run(command, cwd=work, capture_output=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        sys.exit(f"FAIL: no answer within 120 s\n  qwen-recipe {shlex.join(args)}")
-    after = snapshot(work)
+    def run(argv):
+        """Runs the command; returns (problems, first stderr line)."""
+        before = snapshot(work)
+        try:
+            r = subprocess.run(command[:len(command) - len(args)] + argv, cwd=work,
+                               capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return [f"no answer within 120 s: qwen-recipe {shlex.join(argv)}"], ""
+        after = snapshot(work)
+        err = r.stderr.decode("utf-8", "replace")
+        lines = err.split("\n")
+        problems = []
+        if r.returncode != want_rc:
+            problems.append(f"exit code {r.returncode}, expected {want_rc}")
+        if r.stdout:
+            problems.append(f"stdout is not empty: {r.stdout[:200]!r}")
+        if len(lines) != 2 or lines[1] != "":
+            problems.append("stderr is not exactly one line")
+        if not err.startswith("error: "):
+            problems.append("stderr does not start with 'error: '")
+        if not re.search(pattern, lines[0]):
+            problems.append(f"stderr does not match: {pattern}")
+        if after != before:
+            problems.append(f"files left behind: {sorted(after - before)}")
+        if problems:
+            problems = [f"qwen-recipe {shlex.join(argv)}"] + problems + [f"stderr: {err[:4000]}"]
+        return problems, lines[0]
 
-    err = r.stderr.decode("utf-8", "replace")
-    problems = []
-    if r.returncode != want_rc:
-        problems.append(f"exit code {r.returncode}, expected {want_rc}")
-    if r.stdout:
-        problems.append(f"stdout is not empty: {r.stdout[:200]!r}")
-    lines = err.split("\n")
-    if len(lines) != 2 or lines[1] != "":
-        problems.append("stderr is not exactly one line")
-    if not err.startswith("error: "):
-        problems.append("stderr does not start with 'error: '")
-    if not re.search(pattern, lines[0]):
-        problems.append(f"stderr does not match: {pattern}")
-    if after != before:
-        problems.append(f"files left behind: {sorted(after - before)}")
+    problems, line = run(args)
+    # A build that fails must fail the same with -o, and leave no output file behind.
+    if not problems and "build" in args and "-o" not in args:
+        with_output, line_o = run(args + ["-o", "out.yaml"])
+        problems = with_output
+        if not problems and line_o != line:
+            problems = [f"with -o out.yaml the message differs: {line_o}"]
 
     if problems:
         for key, value in directives:  # no big file stays on disk, even on failure
             if key == "sparse":
                 os.remove(os.path.join(work, value.split()[0]))
-        print(f"FAIL: qwen-recipe {shlex.join(args)}\n  " + "\n  ".join(problems))
-        print(f"--- stderr ---\n{err[:4000]}")
+        print("FAIL: " + "\n  ".join(problems))
         return 1
     remove_tree(work)
-    print(f"ok: {lines[0][:300]}")
+    print(f"ok: {line[:300]}")
     return 0
 
 
