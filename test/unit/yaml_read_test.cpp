@@ -65,9 +65,10 @@ TEST_CASE("bad documents fail with the file, line and column") {
 
 TEST_CASE("a quoted string that is never closed is an error, not the rest of the file") {
   // yaml-cpp alone reads `"x` to the end of the input, swallowing every key after it.
-  for (const std::string& text :
-       {std::string("a: \"x\nb: 1\n"), std::string("a: 'x\nb: 1\n"),
-        std::string("\xEF\xBB\xBF" "a: \"x\nb: 1\n"), std::string("\xC3\xA9: 1\na: [\"y\", \"x]\n")})
+  for (const std::string& text : {std::string("a: \"x\nb: 1\n"), std::string("a: 'x\nb: 1\n"),
+                                  std::string("\xEF\xBB\xBF"
+                                              "a: \"x\nb: 1\n"),
+                                  std::string("\xC3\xA9: 1\na: [\"y\", \"x]\n")})
     CHECK_THAT(error_of(text), Catch::Contains("-quoted string that starts here is never closed"));
   CHECK(load("a: \"q\\\"\"\nb: 'it''s'\n") == load("a: 'q\"'\nb: \"it's\"\n"));
 }
