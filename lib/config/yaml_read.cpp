@@ -24,6 +24,21 @@
 namespace qr {
 namespace {
 
+// yaml-cpp decodes the escapes \N and \_ (U+0085, U+00A0) to the single bytes 0x85 and 0xA0, not
+// to UTF-8. The input is valid UTF-8, so any invalid byte in a scalar is one of those code points.
+std::string utf8_escapes(const std::string& value) {
+  std::string out;
+  std::string_view rest = value;
+  for (std::size_t bad; (bad = invalid_utf8_at(rest)) != std::string_view::npos;) {
+    const auto byte = static_cast<unsigned char>(rest[bad]);
+    out.append(rest.substr(0, bad));
+    out += static_cast<char>(0xC0 | (byte >> 6));
+    out += static_cast<char>(0x80 | (byte & 0x3F));
+    rest.remove_prefix(bad + 1);
+  }
+  return out.empty() ? value : out.append(rest);
+}
+
 // Builds YamlNodes from yaml-cpp's parser events.
 class TreeBuilder : public YAML::EventHandler {
 public:
@@ -52,7 +67,7 @@ public:
                 const std::string& value) override {
     check_closed(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Scalar);
-    n.text = value;
+    n.text = utf8_escapes(value);
     n.plain = tag == "?";
     if (tag != "?" && tag != "!")
       n.tag = tag;

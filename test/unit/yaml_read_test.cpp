@@ -73,6 +73,11 @@ TEST_CASE("a quoted string that is never closed is an error, not the rest of the
   CHECK(load("a: \"q\\\"\"\nb: 'it''s'\n") == load("a: 'q\"'\nb: \"it's\"\n"));
 }
 
+TEST_CASE("the escapes \\N and \\_ read as UTF-8 (yaml-cpp gives single Latin-1 bytes)") {
+  CHECK(load("a: \"x\\Ny\\_z\\Lw\"\n").as_map().find("a")->as_str() ==
+        "x\xC2\x85y\xC2\xA0z\xE2\x80\xA8w");
+}
+
 TEST_CASE("syntax errors say what to do") {
   CHECK(error_of("a:\n\tb: 1\n") == "in.yaml:2:1: a tab indents this line; YAML indents with "
                                     "spaces only: replace the tab with spaces");
