@@ -261,6 +261,14 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
                 ", which YAML does not allow in a file: remove it, or write it as an escape in a "
                 "double-quoted string");
   }
+  // YAML reads a lone CR as a line break; yaml-cpp keeps it in the scalar.
+  for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
+    if (cr + 1 == text.size() || text[cr + 1] != '\n') {
+      const auto [line, col] = line_col(text, cr);
+      throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                  ": a carriage return without a line feed (old Mac line ending): save the file "
+                  "with \\n or \\r\\n line endings");
+    }
   auto doc = std::make_shared<YamlDoc>();
   doc->source = source;
   std::istringstream in{std::string(text)};

@@ -73,6 +73,12 @@ TEST_CASE("a quoted string that is never closed is an error, not the rest of the
   CHECK(load("a: \"q\\\"\"\nb: 'it''s'\n") == load("a: 'q\"'\nb: \"it's\"\n"));
 }
 
+TEST_CASE("line endings: CRLF reads as LF, a lone CR is refused") {
+  CHECK(load("a: x\r\nb: 1\r\n") == load("a: x\nb: 1\n"));
+  CHECK_THAT(error_of("a: x\rb: 1\n"), Catch::StartsWith("in.yaml:1:5: a carriage return without"));
+  CHECK_THAT(error_of("a: x\r"), Catch::StartsWith("in.yaml:1:5: a carriage return without"));
+}
+
 TEST_CASE("the escapes \\N and \\_ read as UTF-8 (yaml-cpp gives single Latin-1 bytes)") {
   CHECK(load("a: \"x\\Ny\\_z\\Lw\"\n").as_map().find("a")->as_str() ==
         "x\xC2\x85y\xC2\xA0z\xE2\x80\xA8w");
