@@ -52,6 +52,7 @@ public:
   void OnDocumentEnd() override {}
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    check_not_empty_entry(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Null);
     n.plain = true;
     finish(n, anchor);
@@ -74,25 +75,26 @@ public:
     finish(n, anchor);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
+                       YAML::EmitterStyle::value style) override {
     YamlNode& n = make(mark, YamlNode::Kind::Sequence);
     if (tag != "?" && tag != "!")
       n.tag = tag;
-    open(n, anchor);
+    open(n, anchor, style == YAML::EmitterStyle::Flow);
   }
   void OnSequenceEnd() override { close(); }
   void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
+                  YAML::EmitterStyle::value style) override {
     YamlNode& n = make(mark, YamlNode::Kind::Mapping);
     if (tag != "?" && tag != "!")
       n.tag = tag;
-    open(n, anchor);
+    open(n, anchor, style == YAML::EmitterStyle::Flow);
   }
   void OnMapEnd() override { close(); }
 
 private:
   struct Open {
     YamlNode* node;
+    bool flow;
     const YamlNode* pending_key = nullptr;
   };
 
@@ -113,13 +115,28 @@ private:
       anchors_[anchor] = &n;
     attach(&n);
   }
-  void open(YamlNode& n, YAML::anchor_t anchor) {
+  void open(YamlNode& n, YAML::anchor_t anchor, bool flow) {
     if (anchor != YAML::NullAnchor)
       anchors_[anchor] = &n;
     attach(&n);
-    stack_.push_back({&n});
+    stack_.push_back({&n, flow});
   }
   void close() { stack_.pop_back(); }
+  // yaml-cpp reads an empty entry of a flow collection (`[a, , b]`, `{a: 1, , b: 2}`) as a null;
+  // YAML has no such entry.
+  void check_not_empty_entry(const YAML::Mark& mark) const {
+    if (stack_.empty() || !stack_.back().flow)
+      return;
+    const Open& top = stack_.back();
+    const auto pos = static_cast<std::size_t>(mark.pos);
+    const bool entry = top.node->kind == YamlNode::Kind::Sequence || top.pending_key == nullptr;
+    if (entry && mark.pos >= 0 && pos < text_.size() &&
+        (text_[pos] == ',' || text_[pos] == ']' || text_[pos] == '}'))
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) +
+                  ": invalid YAML: an empty entry in a flow collection (two commas in a row?): "
+                  "remove the extra ','");
+  }
   // yaml-cpp takes a quoted scalar that is never closed to run to the end of the input, and so
   // swallows the rest of the file without a word.
   void check_closed(const YAML::Mark& mark) const {

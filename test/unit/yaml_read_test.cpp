@@ -73,6 +73,13 @@ TEST_CASE("a quoted string that is never closed is an error, not the rest of the
   CHECK(load("a: \"q\\\"\"\nb: 'it''s'\n") == load("a: 'q\"'\nb: \"it's\"\n"));
 }
 
+TEST_CASE("an empty entry of a flow collection is refused, as PyYAML does") {
+  CHECK_THAT(error_of("a: [x, , y]\n"),
+             Catch::StartsWith("in.yaml:1:8: invalid YAML: an empty entry"));
+  CHECK_THAT(error_of("a: {x: 1, , y: 2}\n"), Catch::Contains("an empty entry"));
+  CHECK(load("a: [x, y, ]\nb: {x: , y}\n") == load("a: [x, y]\nb: {x: null, y: null}\n"));
+}
+
 TEST_CASE("line endings: CRLF reads as LF, a lone CR is refused") {
   CHECK(load("a: x\r\nb: 1\r\n") == load("a: x\nb: 1\n"));
   CHECK_THAT(error_of("a: x\rb: 1\n"), Catch::StartsWith("in.yaml:1:5: a carriage return without"));
