@@ -52,7 +52,7 @@ public:
   void OnDocumentEnd() override {}
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    check_not_empty_entry(mark);
+    check_null(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Null);
     n.plain = true;
     finish(n, anchor);
@@ -96,15 +96,18 @@ private:
     YamlNode* node;
     bool flow;
     const YamlNode* pending_key = nullptr;
+    int key_pos = -1; // where the pending key starts
   };
 
   YamlDoc& doc_;
   std::string_view text_;
   std::vector<Open> stack_;
+  int last_pos_ = -1; // where the last node made starts
   std::map<YAML::anchor_t, const YamlNode*> anchors_;
 
   YamlNode& make(const YAML::Mark& mark, YamlNode::Kind kind) {
     YamlNode& n = doc_.arena.emplace_back();
+    last_pos_ = mark.pos;
     n.kind = kind;
     n.line = mark.line + 1;
     n.column = mark.column + 1;
@@ -122,12 +125,19 @@ private:
     stack_.push_back({&n, flow});
   }
   void close() { stack_.pop_back(); }
-  // yaml-cpp reads an empty entry of a flow collection (`[a, , b]`, `{a: 1, , b: 2}`) as a null;
-  // YAML has no such entry.
-  void check_not_empty_entry(const YAML::Mark& mark) const {
-    if (stack_.empty() || !stack_.back().flow)
+  // yaml-cpp reads as nulls two things YAML does not have: a last line `key` with no ':' (a file
+  // cut short; the null has the key's own position), and an empty entry of a flow collection
+  // (`[a, , b]`, `{a: 1, , b: 2}`).
+  void check_null(const YAML::Mark& mark) const {
+    if (stack_.empty())
       return;
     const Open& top = stack_.back();
+    if (!top.flow && top.pending_key != nullptr && top.key_pos == mark.pos)
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) + ": invalid YAML: the key '" +
+                  clip(top.pending_key->text) + "' has no ':' after it: write key: value");
+    if (!top.flow)
+      return;
     const auto pos = static_cast<std::size_t>(mark.pos);
     const bool entry = top.node->kind == YamlNode::Kind::Sequence || top.pending_key == nullptr;
     if (entry && mark.pos >= 0 && pos < text_.size() &&
@@ -174,6 +184,7 @@ private:
         throw Error(doc_.where(*n) + ": merge keys ('<<') are not supported: write the merged "
                                      "keys out in this mapping");
       top.pending_key = n;
+      top.key_pos = last_pos_;
     } else {
       top.node->entries.emplace_back(top.pending_key, n);
       top.pending_key = nullptr;

@@ -80,6 +80,13 @@ TEST_CASE("an empty entry of a flow collection is refused, as PyYAML does") {
   CHECK(load("a: [x, y, ]\nb: {x: , y}\n") == load("a: [x, y]\nb: {x: null, y: null}\n"));
 }
 
+TEST_CASE("a last key with no ':' is refused, not read as null") {
+  CHECK(error_of("train:\n  global_batch_size: 8\n  train_iters") ==
+        "in.yaml:3:3: invalid YAML: the key 'train_iters' has no ':' after it: write key: value");
+  CHECK(load("a: 1\nb:") == load("a: 1\nb: null\n"));
+  CHECK(load("? b\n") == load("b: null\n"));
+}
+
 TEST_CASE("line endings: CRLF reads as LF, a lone CR is refused") {
   CHECK(load("a: x\r\nb: 1\r\n") == load("a: x\nb: 1\n"));
   CHECK_THAT(error_of("a: x\rb: 1\n"), Catch::StartsWith("in.yaml:1:5: a carriage return without"));
