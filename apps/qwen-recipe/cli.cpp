@@ -6,20 +6,68 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace qr::cli {
 
+namespace {
+
+struct HeldLogs {
+  bool holding = false;
+  bool has_text = false; // --print-after-all dumps, which are kept after an error too
+  int verbosity = 0;
+  std::string text;
+};
+
+HeldLogs& held() {
+  static HeldLogs h;
+  return h;
+}
+
+// Writes each message to stderr, or to what is held.
+class StderrSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    if (held().holding)
+      held().text.append(line.data(), line.size());
+    else
+      std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
+} // namespace
+
 void setup_logging(const GlobalOptions& g) {
-  auto logger = spdlog::stderr_logger_st("qwen-recipe");
+  auto logger = std::make_shared<spdlog::logger>("qwen-recipe", std::make_shared<StderrSink>());
   logger->set_pattern("%l: %v");
+  held().verbosity = g.verbosity;
   spdlog::set_default_logger(logger);
   spdlog::set_level(g.verbosity > 0   ? spdlog::level::debug
                     : g.verbosity < 0 ? spdlog::level::err
                                       : spdlog::level::info);
+}
+
+void hold_logs() {
+  held().holding = true;
+}
+
+void hold_text(const std::string& text) {
+  held().text += text;
+  held().has_text = true;
+}
+
+void release_logs(bool failed) {
+  HeldLogs& h = held();
+  if (!failed || h.verbosity > 0 || h.has_text)
+    std::fwrite(h.text.data(), 1, h.text.size(), stderr);
+  h = HeldLogs{false, false, h.verbosity, {}};
 }
 
 std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g) {

@@ -41,6 +41,7 @@ std::string pipeline_listing(const BuildResult& r) {
 }
 
 int run_build(const BuildOptions& o, const GlobalOptions& g) {
+  hold_logs();
   auto compiler = make_compiler(g);
   BuildRequest req;
   req.gpu = o.gpu;
@@ -62,7 +63,7 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   RunHooks hooks;
   if (o.print_after_all)
     hooks.after_change = [](const std::string& step, const Config& c) {
-      std::fprintf(stderr, "*** Config after %s ***\n%s", step.c_str(), to_yaml(c.root()).c_str());
+      hold_text("*** Config after " + step + " ***\n" + to_yaml(c.root()));
     };
   const BuildResult r = compiler->build(req, hooks);
   write_output(o.output, emit_config(r, !o.no_header));

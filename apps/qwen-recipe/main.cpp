@@ -67,11 +67,15 @@ int main(int argc, char** argv) {
     global.verbosity = -1;
   try {
     qr::cli::setup_logging(global);
-    return action();
+    const int rc = action();
+    qr::cli::release_logs(false);
+    return rc;
   } catch (const qr::Error& e) {
+    qr::cli::release_logs(true);
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
+    qr::cli::release_logs(true);
     std::fprintf(stderr, "error: internal error: %s\n", e.what());
     return 2;
   }
