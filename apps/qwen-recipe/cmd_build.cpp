@@ -44,6 +44,7 @@ std::string pipeline_listing(const BuildResult& r) {
 }
 
 int run_build(const BuildOptions& o, const GlobalOptions& g) {
+  hold_logs();
   auto compiler = make_compiler(g);
   BuildRequest req;
   req.gpu = o.gpu;
@@ -51,8 +52,10 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   req.profile = o.profile;
   req.pipeline_text = o.pipeline;
   req.base_file = o.base;
+  // The first argument is the recipe; with --base, only when it cannot be an override.
   auto it = o.args.begin();
-  if (o.base.empty() && it != o.args.end())
+  if (it != o.args.end() &&
+      (o.base.empty() || (it->find('=') == std::string::npos && !it->starts_with("~"))))
     req.recipe = *it++;
   req.overrides.assign(it, o.args.end());
   if (o.print_pipeline) {
@@ -63,7 +66,7 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   RunHooks hooks;
   if (o.print_after_all)
     hooks.after_change = [](const std::string& step, const Config& c) {
-      std::fprintf(stderr, "*** Config after %s ***\n%s", step.c_str(), to_yaml(c.root()).c_str());
+      hold_text("*** Config after " + step + " ***\n" + to_yaml(c.root()));
     };
   const BuildResult r = compiler->build(req, hooks);
   ValidateOptions checks = validate_options_for(req, r);

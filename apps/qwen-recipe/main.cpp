@@ -3,10 +3,13 @@
 #include "cli.h"
 #include "commands.h"
 #include "config/error.h"
+#include "config/suggest.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
+#include <string>
+#include <vector>
 
 int main(int argc, char** argv) {
   CLI::App app{"qwen-recipe: compile Megatron-Bridge performance recipes for Qwen-VL models into "
@@ -47,6 +50,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 asks for a subcommand before it reports the words it did not know: name those.
+    const std::vector<std::string> extras = app.remaining();
+    if (app.get_subcommands().empty() && !extras.empty()) {
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        names.push_back(sub->get_name());
+      std::string list;
+      for (const std::string& n : names)
+        list += (list.empty() ? "" : ", ") + n;
+      std::fprintf(
+          stderr,
+          "error: unknown command or option '%s'%s; commands: %s (see 'qwen-recipe --help')\n",
+          extras.front().c_str(), qr::did_you_mean(extras.front(), names).c_str(), list.c_str());
+      return 2;
+    }
     std::fprintf(stderr, "error: %s (see 'qwen-recipe --help')\n", e.what());
     return 2;
   }
@@ -54,11 +72,15 @@ int main(int argc, char** argv) {
     global.verbosity = -1;
   try {
     qr::cli::setup_logging(global);
-    return action();
+    const int rc = action();
+    qr::cli::release_logs(false);
+    return rc;
   } catch (const qr::Error& e) {
+    qr::cli::release_logs(true);
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
+    qr::cli::release_logs(true);
     std::fprintf(stderr, "error: internal error: %s\n", e.what());
     return 2;
   }

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <regex>
+#include <functional>
 #include <set>
 
 namespace qr {
@@ -220,7 +220,7 @@ std::string text_of(const YamlNode& n) {
   case YamlNode::Kind::Null:
     return "null";
   case YamlNode::Kind::Scalar:
-    return "'" + n.text + "'";
+    return "'" + clip(n.text) + "'";
   case YamlNode::Kind::Sequence:
     return "a list";
   case YamlNode::Kind::Mapping:
@@ -508,7 +508,8 @@ Value Schema::coerce(const YamlNode& node, const Type& type, const std::string& 
                  text_of(node));
   };
   if (!node.tag.empty() && node.tag != "tag:yaml.org,2002:str" && type.kind != Type::Kind::Any)
-    throw Error(doc.where(node) + ": '" + path + "': unsupported YAML tag '" + node.tag + "'");
+    throw Error(doc.where(node) + ": '" + path + "': unsupported YAML tag '" + node.tag +
+                "'; remove the tag");
   switch (type.kind) {
   case Type::Kind::Any:
     return to_untyped_value(doc, node);
@@ -568,7 +569,8 @@ Value Schema::coerce(const YamlNode& node, const Type& type, const std::string& 
       if (k->plain && parse_int(k->text))
         key = {std::to_string(*parse_int(k->text)), true};
       if (m.contains(key.text))
-        throw Error(doc.where(*k) + ": '" + path + "': duplicate key '" + k->text + "'");
+        throw Error(doc.where(*k) + ": '" + join_path(path, k->text) + "': duplicate key" +
+                    duplicate_key_hint(node, *k));
       m.set(key, coerce(*v, *type.elem, join_path(path, k->text), ctx));
     }
     return m;
@@ -603,8 +605,8 @@ Value Schema::coerce_scalar(const YamlNode& node, const Type& type, const std::s
   const YamlDoc& doc = *ctx.doc;
   const std::string& t = node.text;
   auto fail = [&](const std::string& extra = "") -> Error {
-    return Error(doc.where(node) + ": '" + path + "': expected " + type.text + ", got '" + t + "'" +
-                 extra);
+    return Error(doc.where(node) + ": '" + path + "': expected " + type.text + ", got '" + clip(t) +
+                 "'" + extra);
   };
   switch (type.kind) {
   case Type::Kind::Bool:
@@ -635,7 +637,7 @@ Value Schema::coerce_scalar(const YamlNode& node, const Type& type, const std::s
       std::string list;
       for (const std::string& c : type.choices)
         list += (list.empty() ? "" : ", ") + c;
-      throw Error(doc.where(node) + ": '" + path + "': '" + t + "' is not one of " + list +
+      throw Error(doc.where(node) + ": '" + path + "': '" + clip(t) + "' is not one of " + list +
                   did_you_mean(t, type.choices));
     }
     return t;
@@ -661,22 +663,26 @@ Value Schema::coerce_scalar(const YamlNode& node, const Type& type, const std::s
     std::string list;
     for (const std::string& n : names)
       list += (list.empty() ? "" : ", ") + n;
-    throw Error(doc.where(node) + ": '" + path + "': '" + t + "' is not a member of " + e.name +
-                " (" + list + ")" + did_you_mean(member, names));
+    throw Error(doc.where(node) + ": '" + path + "': '" + clip(t) + "' is not a member of " +
+                e.name + " (" + list + ")" + did_you_mean(member, names));
   }
   case Type::Kind::Dtype: {
     const std::string name = t.starts_with("torch.") ? t : "torch." + t;
     const auto& known = torch_dtypes();
     if (std::find(known.begin(), known.end(), name) != known.end())
       return dtype_value(name);
-    throw Error(doc.where(node) + ": '" + path + "': '" + t + "' is not a torch dtype" +
+    throw Error(doc.where(node) + ": '" + path + "': '" + clip(t) + "' is not a torch dtype" +
                 did_you_mean(name, known));
   }
   case Type::Kind::Callable: {
-    static const std::regex dotted("[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+");
-    if (!std::regex_match(t, dotted))
+    bool dotted = t.find('.') != std::string::npos;
+    for (std::size_t start = 0, dot = 0; dotted && start <= t.size(); start = dot + 1) {
+      dot = std::min(t.find('.', start), t.size());
+      dotted = is_identifier(std::string_view(t).substr(start, dot - start));
+    }
+    if (!dotted)
       throw Error(doc.where(node) + ": '" + path +
-                  "': expected a dotted Python path (module.name), got '" + t + "'");
+                  "': expected a dotted Python path (module.name), got '" + clip(t) + "'");
     Map m;
     m.set("_call_", false);
     m.set("_target_", t);
@@ -701,9 +707,9 @@ Value Schema::coerce_section(const YamlNode& node, const ClassSpec& declared,
       std::string list;
       for (const std::string& x : targets)
         list += (list.empty() ? "" : ", ") + x;
-      throw Error(doc.where(*t) + ": '" + join_path(path, "_target_") + "': class '" + t->text +
-                  "' is not a " + declared.name + " this schema knows (" + list + ")" +
-                  did_you_mean(t->text, targets));
+      throw Error(doc.where(*t) + ": '" + join_path(path, "_target_") + "': class '" +
+                  clip(t->text) + "' is not a " + declared.name + " this schema knows (" + list +
+                  ")" + did_you_mean(t->text, targets));
     }
   } else if (declared.abstract) {
     throw Error(doc.where(node) + ": '" + path + "': needs '_target_' to say which " +
@@ -730,19 +736,21 @@ void Schema::overlay(Value& section, const YamlNode& node, const std::string& pa
       throw Error(doc.where(*k) + ": '" + path + "': keys must be plain scalars");
     const std::string& key = k->text;
     if (!seen.insert(key).second)
-      throw Error(doc.where(*k) + ": '" + join_path(path, key) + "': duplicate key");
+      throw Error(doc.where(*k) + ": '" + join_path(path, key) + "': duplicate key" +
+                  duplicate_key_hint(node, *k));
     if (key == "_target_") {
       if (v->text != cls->target)
         throw Error(doc.where(*v) + ": '" + join_path(path, key) + "': expected '" + cls->target +
-                    "' here, got '" + v->text + "'");
+                    "' here, got '" + clip(v->text) + "'");
       continue;
     }
     const FieldSpec* f = cls->field(key);
     if (f == nullptr || !f->in_profile(ctx.profile)) {
+      std::string hint = f != nullptr
+                             ? other_profile_hint(*cls, key) + " (this is " + ctx.profile + ")"
+                             : did_you_mean(key, field_names(*cls, ctx.profile));
       throw Error(doc.where(*k) + ": '" + join_path(path, key) + "': " + cls->name +
-                  " has no field '" + key + "'" +
-                  (f != nullptr ? other_profile_hint(*cls, key) + " (this is " + ctx.profile + ")"
-                                : did_you_mean(key, field_names(*cls, ctx.profile))));
+                  " has no field '" + key + "'" + (hint.empty() ? "; remove it" : hint));
     }
     const std::string field_path = join_path(path, key);
     Map& m = section.as_map();

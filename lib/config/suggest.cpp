@@ -55,6 +55,9 @@ bool words_match(std::string_view word, std::string_view candidate) {
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
   // A candidate whose every word the input nearly spells wins (`tensor_paralel_size` ->
   // `tensor_model_parallel_size`); otherwise the nearest within about one edit per three letters.
+  // Text far longer than any name gets none (the distance table is length x length).
+  if (word.size() > 256)
+    return {};
   std::string best_words, best_edit;
   std::size_t words_d = std::numeric_limits<std::size_t>::max();
   std::size_t edit_d = std::numeric_limits<std::size_t>::max();

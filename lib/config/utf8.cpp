@@ -83,4 +83,16 @@ std::size_t invalid_utf8_at(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::size_t unprintable_at(std::string_view s, char32_t& cp) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = decode(s, i, cp);
+    const bool printable = cp == 0x09 || cp == 0x0A || cp == 0x0D || (cp >= 0x20 && cp <= 0x7E) ||
+                           cp == 0x85 || (cp >= 0xA0 && cp <= 0xFFFD) || cp >= 0x10000;
+    if (!printable)
+      return i;
+    i += n == 0 ? 1 : n;
+  }
+  return std::string_view::npos;
+}
+
 } // namespace qr

@@ -131,10 +131,16 @@ std::string_view kind_name(const Value& v) {
 }
 
 std::string brief(const Value& v, std::size_t max_chars) {
-  std::string s = to_flow_yaml(v);
-  if (s.size() > max_chars)
-    s = s.substr(0, max_chars - 3) + "...";
-  return s;
+  return clip(to_flow_yaml(v), max_chars);
+}
+
+std::string clip(std::string_view text, std::size_t max_chars) {
+  if (text.size() <= max_chars)
+    return std::string(text);
+  std::size_t cut = max_chars - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  return std::string(text.substr(0, cut)) + "...";
 }
 
 } // namespace qr

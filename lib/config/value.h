@@ -39,12 +39,13 @@ public:
   Value& set(Key key, Value value);
   bool erase(std::string_view key);
 
-  [[nodiscard]] std::size_t size() const { return entries_.size(); }
-  [[nodiscard]] bool empty() const { return entries_.empty(); }
-  [[nodiscard]] auto begin() const { return entries_.begin(); }
-  [[nodiscard]] auto end() const { return entries_.end(); }
-  [[nodiscard]] auto begin() { return entries_.begin(); }
-  [[nodiscard]] auto end() { return entries_.end(); }
+  // Defined after Value, which they need complete (clang instantiates them here).
+  [[nodiscard]] std::size_t size() const;
+  [[nodiscard]] bool empty() const;
+  [[nodiscard]] auto begin() const;
+  [[nodiscard]] auto end() const;
+  [[nodiscard]] auto begin();
+  [[nodiscard]] auto end();
 
   // Entries in PyYAML's `sort_keys=True` order.
   [[nodiscard]] std::vector<const Entry*> sorted() const;
@@ -118,10 +119,31 @@ private:
   Storage v_;
 };
 
+inline std::size_t Map::size() const {
+  return entries_.size();
+}
+inline bool Map::empty() const {
+  return entries_.empty();
+}
+inline auto Map::begin() const {
+  return entries_.begin();
+}
+inline auto Map::end() const {
+  return entries_.end();
+}
+inline auto Map::begin() {
+  return entries_.begin();
+}
+inline auto Map::end() {
+  return entries_.end();
+}
+
 // A human name of a value's YAML type, as used in error messages ("int", "str", "list" ...).
 std::string_view kind_name(const Value& v);
 
 // Short one-line rendering of a value for messages and logs (flow style, truncated).
 std::string brief(const Value& v, std::size_t max_chars = 80);
+// Text cut to at most max_chars (at a UTF-8 boundary, ending "..."), for messages.
+std::string clip(std::string_view text, std::size_t max_chars = 80);
 
 } // namespace qr

@@ -5,11 +5,13 @@
 #include "config/utf8.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -22,10 +24,27 @@
 namespace qr {
 namespace {
 
+// yaml-cpp decodes the escapes \N and \_ (U+0085, U+00A0) to the single bytes 0x85 and 0xA0, not
+// to UTF-8. The input is valid UTF-8, so any invalid byte in a scalar is one of those code points.
+std::string utf8_escapes(const std::string& value) {
+  std::string out;
+  std::string_view rest = value;
+  for (std::size_t bad; (bad = invalid_utf8_at(rest)) != std::string_view::npos;) {
+    const auto byte = static_cast<unsigned char>(rest[bad]);
+    out.append(rest.substr(0, bad));
+    out += static_cast<char>(0xC0 | (byte >> 6));
+    out += static_cast<char>(0x80 | (byte & 0x3F));
+    rest.remove_prefix(bad + 1);
+  }
+  return out.empty() ? value : out.append(rest);
+}
+
 // Builds YamlNodes from yaml-cpp's parser events.
 class TreeBuilder : public YAML::EventHandler {
 public:
-  explicit TreeBuilder(YamlDoc& doc) : doc_(doc) {}
+  // yaml-cpp's marks count bytes after a byte-order mark.
+  TreeBuilder(YamlDoc& doc, std::string_view text)
+      : doc_(doc), text_(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text) {}
 
   int documents = 0;
 
@@ -33,6 +52,7 @@ public:
   void OnDocumentEnd() override {}
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    check_null(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Null);
     n.plain = true;
     finish(n, anchor);
@@ -46,42 +66,48 @@ public:
   }
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
+    check_closed(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Scalar);
-    n.text = value;
+    n.text = utf8_escapes(value);
     n.plain = tag == "?";
     if (tag != "?" && tag != "!")
       n.tag = tag;
     finish(n, anchor);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
+                       YAML::EmitterStyle::value style) override {
     YamlNode& n = make(mark, YamlNode::Kind::Sequence);
     if (tag != "?" && tag != "!")
       n.tag = tag;
-    open(n, anchor);
+    open(n, anchor, style == YAML::EmitterStyle::Flow);
   }
   void OnSequenceEnd() override { close(); }
   void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
+                  YAML::EmitterStyle::value style) override {
     YamlNode& n = make(mark, YamlNode::Kind::Mapping);
     if (tag != "?" && tag != "!")
       n.tag = tag;
-    open(n, anchor);
+    open(n, anchor, style == YAML::EmitterStyle::Flow);
   }
   void OnMapEnd() override { close(); }
 
 private:
   struct Open {
     YamlNode* node;
+    bool flow;
     const YamlNode* pending_key = nullptr;
+    int key_pos = -1; // where the pending key starts
   };
 
   YamlDoc& doc_;
+  std::string_view text_;
   std::vector<Open> stack_;
+  int last_pos_ = -1; // where the last node made starts
   std::map<YAML::anchor_t, const YamlNode*> anchors_;
 
   YamlNode& make(const YAML::Mark& mark, YamlNode::Kind kind) {
     YamlNode& n = doc_.arena.emplace_back();
+    last_pos_ = mark.pos;
     n.kind = kind;
     n.line = mark.line + 1;
     n.column = mark.column + 1;
@@ -92,13 +118,57 @@ private:
       anchors_[anchor] = &n;
     attach(&n);
   }
-  void open(YamlNode& n, YAML::anchor_t anchor) {
+  void open(YamlNode& n, YAML::anchor_t anchor, bool flow) {
     if (anchor != YAML::NullAnchor)
       anchors_[anchor] = &n;
     attach(&n);
-    stack_.push_back({&n});
+    stack_.push_back({&n, flow});
   }
   void close() { stack_.pop_back(); }
+  // yaml-cpp reads as nulls two things YAML does not have: a last line `key` with no ':' (a file
+  // cut short; the null has the key's own position), and an empty entry of a flow collection
+  // (`[a, , b]`, `{a: 1, , b: 2}`).
+  void check_null(const YAML::Mark& mark) const {
+    if (stack_.empty())
+      return;
+    const Open& top = stack_.back();
+    if (!top.flow && top.pending_key != nullptr && top.key_pos == mark.pos)
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) + ": invalid YAML: the key '" +
+                  clip(top.pending_key->text) + "' has no ':' after it: write key: value");
+    if (!top.flow)
+      return;
+    const auto pos = static_cast<std::size_t>(mark.pos);
+    const bool entry = top.node->kind == YamlNode::Kind::Sequence || top.pending_key == nullptr;
+    if (entry && mark.pos >= 0 && pos < text_.size() &&
+        (text_[pos] == ',' || text_[pos] == ']' || text_[pos] == '}'))
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) +
+                  ": invalid YAML: an empty entry in a flow collection (two commas in a row?): "
+                  "remove the extra ','");
+  }
+  // yaml-cpp takes a quoted scalar that is never closed to run to the end of the input, and so
+  // swallows the rest of the file without a word.
+  void check_closed(const YAML::Mark& mark) const {
+    const auto pos = static_cast<std::size_t>(mark.pos);
+    if (mark.pos < 0 || pos >= text_.size() || (text_[pos] != '"' && text_[pos] != '\''))
+      return;
+    const char quote = text_[pos];
+    for (std::size_t i = pos + 1; i < text_.size(); ++i) {
+      if (quote == '"' && text_[i] == '\\')
+        ++i;
+      else if (text_[i] == quote &&
+               !(quote == '\'' && i + 1 < text_.size() && text_[i + 1] == '\''))
+        return;
+      else if (text_[i] == quote)
+        ++i; // '' in single quotes
+    }
+    throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                std::to_string(mark.column + 1) + ": invalid YAML: the " +
+                (quote == '"' ? "double" : "single") +
+                "-quoted string that starts here is never closed: add the closing " +
+                (quote == '"' ? "'\"'" : "\"'\""));
+  }
   void attach(const YamlNode* n) {
     if (stack_.empty()) {
       if (doc_.root == nullptr)
@@ -109,7 +179,12 @@ private:
     if (top.node->kind == YamlNode::Kind::Sequence) {
       top.node->items.push_back(n);
     } else if (top.pending_key == nullptr) {
+      // PyYAML merges `<<: *anchor` into the mapping; yaml-cpp would keep a key named '<<'.
+      if (n->kind == YamlNode::Kind::Scalar && n->plain && n->text == "<<")
+        throw Error(doc_.where(*n) + ": merge keys ('<<') are not supported: write the merged "
+                                     "keys out in this mapping");
       top.pending_key = n;
+      top.key_pos = last_pos_;
     } else {
       top.node->entries.emplace_back(top.pending_key, n);
       top.pending_key = nullptr;
@@ -123,8 +198,57 @@ std::string mark_text(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
-bool matches(const std::string& text, const std::regex& re) {
-  return std::regex_match(text, re);
+// The 1-based line and column of a byte offset.
+std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t pos) {
+  const std::string_view before = text.substr(0, pos);
+  const std::size_t line_start = before.rfind('\n') + 1; // npos + 1 == 0
+  return {static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n')) + 1,
+          pos - line_start + 1};
+}
+
+// The offset of the first tab in the indentation of a line up to `last_line` (1-based), or npos.
+std::size_t tab_in_indentation(std::string_view text, std::size_t last_line) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size() && line <= last_line; ++line) {
+    for (; i < text.size() && (text[i] == ' ' || text[i] == '\t'); ++i)
+      if (text[i] == '\t')
+        return i;
+    i = text.find('\n', i);
+    if (i == std::string_view::npos)
+      break;
+    ++i;
+  }
+  return std::string_view::npos;
+}
+
+// What to do about yaml-cpp's parse errors, which say what is wrong but not how to fix it.
+std::string syntax_hint(const std::string& msg) {
+  static const std::pair<std::string_view, std::string_view> hints[] = {
+      {"end of sequence flow not found", "a '[' is never closed: add the missing ']'"},
+      {"end of map flow not found", "a '{' is never closed: add the missing '}'"},
+      {"illegal flow end",
+       "this ']' or '}' closes nothing: remove it, or add the bracket it should close"},
+      {"end of map not found",
+       "this line's indentation does not line up with the keys above it: indent it like the "
+       "other keys of its section"},
+      {"end of sequence not found",
+       "this line's indentation does not line up with the list above it: indent every '- ' "
+       "item alike"},
+      {"illegal map value",
+       "a 'key:' where none can start: indent this line to line up with the keys of its "
+       "section, or quote a value that contains ': '"},
+      {"illegal block entry",
+       "a '- ' list item where none can start: indent it under its key, like the other items"},
+      {"illegal map key", "a '? ' key where none can start: check the indentation"},
+      {"illegal EOF in scalar", "a quoted string is never closed: add the closing quote"},
+      {"unknown escape character",
+       "in double quotes write '\\\\' for a backslash, or use single quotes"},
+      {"the referenced anchor is not defined", "define '&name' before using '*name'"},
+  };
+  for (const auto& [prefix, hint] : hints)
+    if (msg.starts_with(prefix))
+      return "; " + std::string(hint);
+  return "; fix the YAML syntax here";
 }
 
 } // namespace
@@ -138,7 +262,8 @@ std::string YamlDoc::where(const YamlNode& n) const {
 void ExpansionBudget::spend(const YamlDoc& doc, const YamlNode& at) {
   if (left_ == 0)
     throw Error(doc.where(at) +
-                ": document expands to too many nodes (aliases nested too deep?); refusing it");
+                ": document expands to too many nodes (aliases nested too deep?); refusing it: "
+                "write the config out without aliases of aliases");
   --left_;
 }
 
@@ -148,27 +273,58 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
     throw Error(source + ": input is " + std::to_string(text.size() >> 20) +
                 " MiB, larger than the " + std::to_string(limits.max_bytes >> 20) +
                 " MiB a config may be");
-  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
-    throw Error(source + ": invalid UTF-8 at byte " + std::to_string(bad) +
-                "; configs must be UTF-8 text");
+  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+    const auto [line, col] = line_col(text, bad);
+    throw Error(source + ": invalid UTF-8 at byte " + std::to_string(bad) + " (line " +
+                std::to_string(line) + ", column " + std::to_string(col) +
+                "); configs must be UTF-8 text: save the file as UTF-8");
+  }
+  char32_t cp = 0;
+  if (const std::size_t bad = unprintable_at(text, cp); bad != std::string_view::npos) {
+    const auto [line, col] = line_col(text, bad);
+    char code[16];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(cp));
+    throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                ": control character " + code +
+                ", which YAML does not allow in a file: remove it, or write it as an escape in a "
+                "double-quoted string");
+  }
+  // YAML reads a lone CR as a line break; yaml-cpp keeps it in the scalar.
+  for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
+    if (cr + 1 == text.size() || text[cr + 1] != '\n') {
+      const auto [line, col] = line_col(text, cr);
+      throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                  ": a carriage return without a line feed (old Mac line ending): save the file "
+                  "with \\n or \\r\\n line endings");
+    }
   auto doc = std::make_shared<YamlDoc>();
   doc->source = source;
   std::istringstream in{std::string(text)};
-  TreeBuilder builder(*doc);
+  TreeBuilder builder(*doc, text);
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
       if (builder.documents > 1)
-        throw Error(source + ": more than one YAML document; a config is one document");
+        throw Error(source + ": more than one YAML document; a config is one document: keep "
+                             "one, with no '---' line between its parts");
     }
   } catch (const YAML::DeepRecursion& e) {
     throw Error(mark_text(source, e.mark) + ": nesting deeper than " + std::to_string(e.depth()) +
                 " levels; a config is never that deep");
   } catch (const YAML::Exception& e) {
-    throw Error(mark_text(source, e.mark) + ": invalid YAML: " + e.msg);
+    // A tab in the indentation is the usual cause, whatever yaml-cpp makes of it.
+    const std::size_t tab = tab_in_indentation(
+        text, e.mark.is_null() ? text.size() : static_cast<std::size_t>(e.mark.line) + 1);
+    if (tab != std::string_view::npos) {
+      const auto [line, col] = line_col(text, tab);
+      throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                  ": a tab indents this line; YAML indents with spaces only: replace the tab "
+                  "with spaces");
+    }
+    throw Error(mark_text(source, e.mark) + ": invalid YAML: " + e.msg + syntax_hint(e.msg));
   }
   if (doc->root == nullptr)
-    throw Error(source + ": empty document; expected a YAML mapping");
+    throw Error(source + ": empty document (nothing but blanks and comments); give YAML content");
   // Count nodes once with aliases expanded, so that later conversions cannot blow up.
   ExpansionBudget budget(limits.max_nodes);
   std::vector<const YamlNode*> todo{doc->root};
@@ -189,7 +345,8 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
 std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw Error(path + ": no such file");
+    throw Error(path + (errno == ENOENT ? std::string(": no such file")
+                                        : ": cannot read: " + std::string(std::strerror(errno))));
   if (S_ISDIR(st.st_mode))
     throw Error(path + ": is a directory, expected a YAML file");
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
@@ -197,9 +354,10 @@ std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimit
   if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > limits.max_bytes)
     throw Error(path + ": file is " + std::to_string(st.st_size >> 20) + " MiB, larger than the " +
                 std::to_string(limits.max_bytes >> 20) + " MiB a config may be");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(path + ": cannot read (permission denied?)");
+    throw Error(path + ": cannot read: " + std::strerror(errno != 0 ? errno : EIO));
   std::string text;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -319,6 +477,13 @@ std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::
   return doc;
 }
 
+std::string duplicate_key_hint(const YamlNode& map, const YamlNode& key) {
+  for (const auto& [k, v] : map.entries)
+    if (k->text == key.text && k != &key)
+      return " (first at line " + std::to_string(k->line) + "); keep one of them";
+  return "; keep one of them";
+}
+
 Value resolve_plain_scalar(const std::string& t) {
   if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL")
     return Null{};
@@ -333,12 +498,11 @@ Value resolve_plain_scalar(const std::string& t) {
   const char c0 = t[0];
   if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
     return t;
-  static const std::regex other_int("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?0x[0-9a-fA-F_]+");
   if (auto v = parse_decimal_int(t))
     return *v;
   if (is_decimal_int_text(t))
     return *parse_float_text(t); // beyond int64: Python keeps an int; a float is the closest
-  if (matches(t, other_int)) {
+  if (is_other_base_int(t)) {
     std::string s;
     for (char c : t)
       if (c != '_')
@@ -355,8 +519,12 @@ Value resolve_plain_scalar(const std::string& t) {
       s.erase(0, 2);
     }
     std::int64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v, base);
-    return neg ? -v : v;
+    if (std::from_chars(s.data(), s.data() + s.size(), v, base).ec == std::errc())
+      return neg ? -v : v;
+    double d = 0; // beyond int64, as for decimal ints
+    for (char c : s)
+      d = d * base + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    return neg ? -d : d;
   }
   if (is_pyyaml_float(t))
     return *parse_float_text(t);
@@ -376,7 +544,7 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
       if (n.tag == "tag:yaml.org,2002:null" || n.tag == "tag:yaml.org,2002:bool" ||
           n.tag == "tag:yaml.org,2002:int" || n.tag == "tag:yaml.org,2002:float")
         return resolve_plain_scalar(n.text);
-      throw Error(doc.where(n) + ": unsupported YAML tag '" + n.tag + "'");
+      throw Error(doc.where(n) + ": unsupported YAML tag '" + n.tag + "'; remove the tag");
     }
     return n.plain ? resolve_plain_scalar(n.text) : Value(n.text);
   case YamlNode::Kind::Sequence: {
@@ -401,7 +569,8 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
         mk = {k->text, false};
       }
       if (m.contains(mk.text))
-        throw Error(doc.where(*k) + ": duplicate key '" + mk.text + "'");
+        throw Error(doc.where(*k) + ": duplicate key '" + mk.text + "'" +
+                    duplicate_key_hint(n, *k));
       m.set(std::move(mk), convert(doc, *v));
     }
     return m;

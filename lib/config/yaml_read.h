@@ -55,6 +55,9 @@ std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimit
 std::string serialize_yaml_doc(const YamlDoc& doc);
 std::shared_ptr<YamlDoc> deserialize_yaml_doc(std::string_view data, const std::string& source);
 
+// "; first at line N" for a key of `map` that repeats an earlier one: duplicate-key messages.
+std::string duplicate_key_hint(const YamlNode& map, const YamlNode& key);
+
 // Converts without a schema, resolving plain scalars as PyYAML's safe_load does (YAML 1.1:
 // `yes` is true, `1e-5` is a string, `1.0e-05` a float). Duplicate keys are errors.
 Value to_untyped_value(const YamlDoc& doc, const YamlNode& node);

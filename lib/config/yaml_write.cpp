@@ -1,10 +1,11 @@
 #include "config/yaml_write.h"
 
+#include "config/scalars.h"
 #include "config/utf8.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -23,28 +24,58 @@ bool is_printable_ascii(char32_t c) {
   return c >= 0x20 && c <= 0x7E;
 }
 
-// PyYAML's implicit resolvers (YAML 1.1) plus OmegaConf's looser float, anchored.
-const std::regex& ambiguous_plain_re() {
-  static const std::regex re(
-      // bool
-      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
-      // null
-      "|~|null|Null|NULL|"
-      // int (binary, octal, decimal, hex, sexagesimal)
-      "|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
-      "|[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+"
-      // float: PyYAML's, then OmegaConf's (which also takes `1e5`, `1.`, `1e+5`)
-      "|[-+]?([0-9][0-9_]*)\\.[0-9_]*([eE][-+][0-9]+)?|\\.[0-9][0-9_]*([eE][-+][0-9]+)?"
-      "|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)"
-      "|[-+]?[0-9][0-9_]*(\\.[0-9_]*)?([eE][-+]?[0-9]+)?|\\.[0-9_]+([eE][-+][0-9]+)?"
-      // timestamp
-      "|[0-9]{4}-[0-9]{2}-[0-9]{2}"
-      "|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]|[ \\t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\\.[0-9]*)?"
-      "([ \\t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?"
-      // merge and value keys
-      "|<<|=",
-      std::regex::ECMAScript | std::regex::optimize);
-  return re;
+bool digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// `[eE][-+]?[0-9]+` (the sign required when `signed_exp`), if there is an exponent at i.
+bool exponent(std::string_view s, std::size_t& i, bool signed_exp) {
+  if (i >= s.size() || (s[i] != 'e' && s[i] != 'E'))
+    return true;
+  ++i;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+'))
+    ++i;
+  else if (signed_exp)
+    return false;
+  if (i >= s.size() || !digit(s[i]))
+    return false;
+  while (i < s.size() && digit(s[i]))
+    ++i;
+  return true;
+}
+
+// The floats PyYAML or OmegaConf read, ints among them: `[-+]?[0-9][0-9_]*(\.[0-9_]*)?
+// ([eE][-+]?[0-9]+)?`, `\.[0-9_]+([eE][-+][0-9]+)?`, `[-+]?\.inf` and `.nan` (three spellings).
+bool is_number_text(std::string_view s) {
+  std::size_t i = 0;
+  if (s[0] == '.') {
+    const std::string_view rest = s.substr(1);
+    if (rest == "inf" || rest == "Inf" || rest == "INF" || rest == "nan" || rest == "NaN" ||
+        rest == "NAN")
+      return true;
+    i = 1;
+    if (i >= s.size() || !(digit(s[i]) || s[i] == '_'))
+      return false;
+    while (i < s.size() && (digit(s[i]) || s[i] == '_'))
+      ++i;
+    return exponent(s, i, true) && i == s.size();
+  }
+  if (s[0] == '-' || s[0] == '+') {
+    const std::string_view rest = s.substr(1);
+    if (rest == ".inf" || rest == ".Inf" || rest == ".INF")
+      return true;
+    i = 1;
+  }
+  if (i >= s.size() || !digit(s[i]))
+    return false;
+  while (i < s.size() && (digit(s[i]) || s[i] == '_'))
+    ++i;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && (digit(s[i]) || s[i] == '_'))
+      ++i;
+  }
+  return exponent(s, i, false) && i == s.size();
 }
 
 struct Analysis {
@@ -388,10 +419,12 @@ private:
       }
       if (end > 0 && end + 1 < text.size() && (ch == ' ' || start >= end) &&
           column_ + static_cast<int>(end - start) > kBestWidth && split) {
-        write(text.substr(start, end - start));
-        write_ascii("\\");
-        if (start < end)
+        // Right after an escape start is end + 1: Python's text[start:end] is then empty.
+        if (start < end) {
+          write(text.substr(start, end - start));
           start = end;
+        }
+        write_ascii("\\");
         write_indent();
         whitespace_ = indention_ = false;
         if (text[start] == ' ')
@@ -476,7 +509,8 @@ void flow(const Value& v, std::string& out, std::string_view sep) {
 } // namespace
 
 bool plain_text_is_ambiguous(const std::string& text) {
-  // Words (bool and null spellings) by look-up; only number- and date-like text needs the regex.
+  // PyYAML's implicit resolvers (YAML 1.1) plus OmegaConf's looser float. Words (bool and null
+  // spellings) by look-up, then number- and date-like text.
   static const std::set<std::string_view> words{
       "",      "~",  "<<", "=",  "null", "Null", "NULL", "yes",   "Yes",
       "YES",   "no", "No", "NO", "true", "True", "TRUE", "false", "False",
@@ -485,7 +519,8 @@ bool plain_text_is_ambiguous(const std::string& text) {
     return true;
   if (std::string_view("0123456789+-.").find(text[0]) == std::string_view::npos)
     return false;
-  return std::regex_match(text, ambiguous_plain_re());
+  return is_number_text(text) || is_other_base_int(text) || is_sexagesimal(text) ||
+         is_timestamp(text);
 }
 
 std::string format_float(double d) {

@@ -3,8 +3,6 @@
 #include "config/error.h"
 #include "config/yaml_write.h"
 
-#include <regex>
-
 namespace qr {
 namespace {
 
@@ -51,12 +49,15 @@ Override parse_override(std::string_view token) {
   }
   if (o.key.empty())
     throw Error(quoted(token) + ": no key before '='; overrides look like key.path=value");
-  static const std::regex key_re("[A-Za-z0-9_\\-]+(\\.[A-Za-z0-9_\\-]+)*");
-  if (!std::regex_match(o.key, key_re)) {
+  try {
     (void)split_path(o.key); // names empty segments precisely
+  } catch (const Error& e) {
+    throw Error(quoted(token) + ": " + e.what());
+  }
+  if (o.key.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") != std::string::npos)
     throw Error(quoted(token) + ": bad key '" + o.key +
                 "'; keys are dotted names of letters, digits, '_' and '-'");
-  }
   if (o.op != Override::Op::Delete && !o.has_value)
     throw Error(quoted(token) + ": missing '=value'; write " + o.key + "=VALUE (or ~" + o.key +
                 " to delete it)");

@@ -95,8 +95,11 @@ std::string moe_modules_need_moe(const Config& c) {
   if (!moe_model)
     for (const char* n : {"moe", "moe_router", "moe_preprocess"})
       if (names.count(n))
-        return "CUDA-graph module " + std::string(n) +
-               " needs an MoE model, but model.num_moe_experts is not set";
+        return "CUDA-graph module " + std::string(n) + " needs an MoE model, but " +
+               (experts == nullptr || experts->is_null()
+                    ? std::string("model.num_moe_experts is not set")
+                    : "model.num_moe_experts is " + brief(*experts)) +
+               ": drop " + n + " from model.cuda_graph_modules";
   return {};
 }
 

@@ -7,7 +7,6 @@
 #include "passes/registry.h"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <spdlog/spdlog.h>
 
@@ -64,7 +63,6 @@ void parse_into(std::string_view text, std::vector<PassInvocation>& out, const s
     throw Error("pipeline: empty pipeline text; give passes separated by commas, e.g. "
                 "'precision{p=bf16},qwen35-vl-common'");
   const std::vector<std::string> elements = split_top_level(text, "pipeline");
-  static const std::regex name_re("[a-z0-9][a-z0-9-]*");
   for (std::size_t i = 0; i < elements.size(); ++i) {
     const std::string element = trim(elements[i]);
     const std::size_t index = out.size() + 1;
@@ -77,7 +75,8 @@ void parse_into(std::string_view text, std::vector<PassInvocation>& out, const s
     }
     const std::size_t brace = element.find('{');
     const std::string name = trim(element.substr(0, brace));
-    if (!std::regex_match(name, name_re))
+    if (name.empty() || name[0] == '-' ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
       throw Error("pipeline: bad pass name '" + name + "' at position " + std::to_string(index) +
                   "; names are lower-case words joined by '-'");
     std::string options_text;
@@ -181,7 +180,7 @@ void Pipeline::bind(const Config& base, const Catalog& catalog) {
       names.push_back(o.name);
     for (const auto& [key, text] : inv.raw_options) {
       auto it = std::find_if(info.options.begin(), info.options.end(),
-                             [&](const PassOption& o) { return o.name == key; });
+                             [&key = key](const PassOption& o) { return o.name == key; });
       if (it == info.options.end())
         throw Error("pipeline: " + inv.label() + " has no option '" + key + "'" +
                     did_you_mean(key, names) + "; its options: " + option_list(info));

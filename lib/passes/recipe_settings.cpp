@@ -1,11 +1,10 @@
 // Generic passes that carry a recipe's own settings: parallelism, batch, communication overlap,
 // field writes (`set`) and environment variables (`env`).
 #include "config/error.h"
+#include "config/scalars.h"
 #include "config/suggest.h"
 #include "passes/registry.h"
 #include "recipes/catalog.h"
-
-#include <regex>
 
 namespace qr {
 namespace {
@@ -119,7 +118,6 @@ void run_set_if_field(PassContext& ctx) {
 // variables, then each preset in order, then the variables given.
 PassArgs bind_env(const std::vector<std::pair<std::string, std::string>>& raw, const Config& base,
                   const Catalog& catalog) {
-  static const std::regex env_name("[A-Za-z_][A-Za-z0-9_]*");
   PassArgs args;
   const TypePtr env_value = parse_type("int | str");
   const TypePtr preset_list = parse_type("list<str>");
@@ -134,7 +132,7 @@ PassArgs bind_env(const std::vector<std::pair<std::string, std::string>>& raw, c
       args.set(key, std::move(presets));
       continue;
     }
-    if (!std::regex_match(key, env_name))
+    if (!is_identifier(key))
       throw Error("pass 'env': '" + key + "' is not an environment variable name");
     args.set(key, base.schema().coerce(*doc->root, *env_value, "env_vars." + key, ctx));
   }

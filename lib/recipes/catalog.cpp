@@ -1,9 +1,10 @@
 #include "recipes/catalog.h"
 
 #include "config/error.h"
+#include "config/scalars.h"
 #include "config/suggest.h"
 
-#include <regex>
+#include <cctype>
 #include <set>
 
 namespace qr {
@@ -43,14 +44,17 @@ std::vector<std::string> strings(const YamlNode& list) {
 // Expands ${name}: the precision, or a recipe variable (one value, or one per precision).
 std::string substitute(const YamlDoc& doc, const YamlNode& at, const std::string& text,
                        const std::string& precision, const YamlNode* vars) {
-  static const std::regex var_re("\\$\\{([A-Za-z_][A-Za-z0-9_]*)\\}");
   std::string out;
-  auto begin = std::sregex_iterator(text.begin(), text.end(), var_re);
-  std::size_t last = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    const std::smatch& m = *it;
-    out += text.substr(last, static_cast<std::size_t>(m.position()) - last);
-    const std::string name = m[1];
+  std::size_t last = 0; // end of the text copied to `out`
+  std::size_t from = 0; // where to look for the next `${`
+  for (std::size_t open; (open = text.find("${", from)) != std::string::npos;) {
+    const std::size_t close = text.find('}', open + 2);
+    const std::string name =
+        close == std::string::npos ? std::string() : text.substr(open + 2, close - open - 2);
+    from = open + 2;
+    if (!is_identifier(name))
+      continue;
+    out += text.substr(last, open - last);
     if (name == "precision") {
       out += precision;
     } else {
@@ -62,9 +66,15 @@ std::string substitute(const YamlDoc& doc, const YamlNode& at, const std::string
                     precision);
       out += v->text;
     }
-    last = static_cast<std::size_t>(m.position() + m.length());
+    last = from = close + 1;
   }
   return out + text.substr(last);
+}
+
+// The schema's default for `model` is an empty map: a config has a model once it has a class.
+bool has_model_section(const Schema& schema, const Value& root) {
+  const Value* model = root.as_map().find("model");
+  return model != nullptr && schema.class_of(*model) != nullptr;
 }
 
 std::vector<Waiver> waivers_of(const YamlNode* node) {
@@ -88,12 +98,22 @@ std::string RecipeSpec::upstream_name() const {
 }
 
 RecipeRef parse_recipe_ref(std::string_view spec) {
-  static const std::regex re("([A-Za-z0-9_]+)@([A-Za-z0-9_]+)(:([A-Za-z0-9_]+))?");
-  std::cmatch m;
-  if (!std::regex_match(spec.data(), spec.data() + spec.size(), m, re))
+  auto word = [](std::string_view w) {
+    return !w.empty() &&
+           w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               std::string_view::npos;
+  };
+  const std::size_t at = spec.find('@');
+  const std::size_t colon = spec.find(':', at == std::string_view::npos ? 0 : at);
+  const std::string_view model = spec.substr(0, at);
+  const std::string_view gpu =
+      at == std::string_view::npos ? std::string_view() : spec.substr(at + 1, colon - at - 1);
+  const std::string_view precision =
+      colon == std::string_view::npos ? std::string_view("bf16") : spec.substr(colon + 1);
+  if (!word(model) || !word(gpu) || !word(precision))
     throw Error("bad recipe spec '" + std::string(spec) +
                 "'; write MODEL@GPU[:PRECISION], e.g. qwen35_35b@gb300:fp8mx");
-  return {m[1], m[2], m[4].matched ? std::string(m[4]) : std::string("bf16")};
+  return {std::string(model), std::string(gpu), std::string(precision)};
 }
 
 std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> data,
@@ -221,18 +241,21 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
     r.precisions = parent->precisions;
     if (in.insert.empty())
       continue;
-    static const std::regex last_env(",\\s*env\\{");
     for (auto& [p, variant] : r.precisions) {
-      std::smatch m, last;
-      std::string::const_iterator from = variant.pipeline.begin();
-      while (std::regex_search(from, variant.pipeline.cend(), m, last_env)) {
-        last = m;
-        from = m[0].second;
+      // The last `,\s*env{`.
+      const std::string& text = variant.pipeline;
+      std::size_t at = std::string::npos;
+      for (std::size_t comma = text.find(','); comma != std::string::npos;
+           comma = text.find(',', comma + 1)) {
+        std::size_t i = comma + 1;
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
+          ++i;
+        if (text.compare(i, 4, "env{") == 0)
+          at = comma;
       }
-      if (last.empty())
+      if (at == std::string::npos)
         throw Error(in.where + ": the " + in.from_gpu + " " + p +
                     " pipeline has no env pass to insert before");
-      const auto at = static_cast<std::size_t>(last[0].first - variant.pipeline.cbegin());
       variant.pipeline.insert(at, ", " + in.insert);
     }
   }
@@ -317,20 +340,26 @@ Value Catalog::base_config(const ModelInfo& m, std::string_view profile) const {
     TypingContext ctx{&layer, std::string(profile), true, true};
     schema_->overlay(root, *layer.root, "", ctx);
   }
-  if (root.as_map().find("model") == nullptr)
+  if (!has_model_section(*schema_, root))
     throw Error("model " + m.name + ": its base layers give no 'model' section");
   return root;
 }
 
 Value Catalog::base_from_file(const std::string& path, std::string_view profile) const {
-  auto doc = read_yaml_file(path);
-  if (doc->root->kind != YamlNode::Kind::Mapping)
-    throw Error(doc->where(*doc->root) + ": expected a mapping (a Megatron-Bridge config)");
+  return base_from_doc(*read_yaml_file(path), profile);
+}
+
+Value Catalog::base_from_doc(const YamlDoc& doc, std::string_view profile) const {
+  if (doc.root->kind != YamlNode::Kind::Mapping)
+    throw Error(
+        doc.where(*doc.root) + ": expected a mapping (a Megatron-Bridge config), got " +
+        (doc.root->kind == YamlNode::Kind::Sequence ? "a list" : "'" + clip(doc.root->text) + "'"));
   Value root = schema_->instantiate(schema_->root(), profile);
-  TypingContext ctx{doc.get(), std::string(profile), true, true};
-  schema_->overlay(root, *doc->root, "", ctx);
-  if (root.as_map().find("model") == nullptr)
-    throw Error(path + ": no 'model' section; a base config needs model._target_ and its fields");
+  TypingContext ctx{&doc, std::string(profile), true, true};
+  schema_->overlay(root, *doc.root, "", ctx);
+  if (!has_model_section(*schema_, root))
+    throw Error(doc.source +
+                ": no 'model' section; a base config needs model._target_ and its fields");
   return root;
 }
 

@@ -77,6 +77,8 @@ public:
   [[nodiscard]] Value base_config(const ModelInfo& model, std::string_view profile) const;
   // A user's base YAML file, typed by the schema (missing fields take their defaults).
   [[nodiscard]] Value base_from_file(const std::string& path, std::string_view profile) const;
+  // The same from a parsed document.
+  [[nodiscard]] Value base_from_doc(const YamlDoc& doc, std::string_view profile) const;
 
   // A fresh MixedPrecisionConfig with the named block's fields (recipes/precisions.yaml).
   [[nodiscard]] Value precision_block(std::string_view precision, const Config& config) const;

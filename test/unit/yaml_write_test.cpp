@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <regex>
 
 using namespace qr;
 
@@ -87,6 +88,24 @@ TEST_CASE("long plain and quoted scalars fold at column 80 like PyYAML") {
   CHECK(dump("q", quoted) == first_line + "\n  b b b b b b b b b b b b '\n");
 }
 
+TEST_CASE("long double-quoted scalars fold right after an escape like PyYAML") {
+  // A fold right after an escape once wrote the rest of the text raw, then the text again.
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i)
+      out += s;
+    return out;
+  };
+  // PyYAML 6.0: yaml.safe_dump({'a': 'caf' + '\u00e9' * 40 + '/train'}, default_flow_style=False)
+  CHECK(dump("a", "caf" + repeat("\xC3\xA9", 40) + "/train") == "a: \"caf" + repeat("\\xE9", 19) +
+                                                                    "\\\n  " + repeat("\\xE9", 20) +
+                                                                    "\\\n  \\xE9/train\"\n");
+  // yaml.safe_dump({'a': '\x05' * 30 + ' x' + '\x05' * 30}, default_flow_style=False)
+  CHECK(dump("a", repeat("\x05", 30) + " x" + repeat("\x05", 30)) ==
+        "a: \"" + repeat("\\x05", 20) + "\\\n  " + repeat("\\x05", 10) + " x" +
+            repeat("\\x05", 10) + "\\\n  " + repeat("\\x05", 20) + "\"\n");
+}
+
 TEST_CASE("block layout: sorted keys, indentless lists, enums as maps, empty collections") {
   Map enum_value;
   enum_value.set("_target_", "megatron.core.transformer.enums.CudaGraphModule");
@@ -124,4 +143,75 @@ TEST_CASE("flow text for messages and override values") {
   CHECK(to_flow_yaml(List{Value("a"), Value(1), Value(true)}) == "[a, 1, true]");
   CHECK(to_flow_yaml(Value("a,b")) == "'a,b'");
   CHECK(to_flow_yaml(Value("1")) == "'1'");
+}
+
+TEST_CASE("the hand-written resolvers agree with PyYAML's and OmegaConf's patterns") {
+  // The patterns the recognizers replace (std::regex recursed per character and overflowed the
+  // stack on long scalars); an oracle here, on short text only.
+  static const std::regex patterns(
+      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+      "|~|null|Null|NULL|"
+      "|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+      "|[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+"
+      "|[-+]?([0-9][0-9_]*)\\.[0-9_]*([eE][-+][0-9]+)?|\\.[0-9][0-9_]*([eE][-+][0-9]+)?"
+      "|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)"
+      "|[-+]?[0-9][0-9_]*(\\.[0-9_]*)?([eE][-+]?[0-9]+)?|\\.[0-9_]+([eE][-+][0-9]+)?"
+      "|[0-9]{4}-[0-9]{2}-[0-9]{2}"
+      "|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]|[ \\t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\\.[0-9]*)?"
+      "([ \\t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?"
+      "|<<|=");
+  std::vector<std::string> texts{"0",
+                                 "0b101",
+                                 "-0x1F_a",
+                                 "017",
+                                 "08",
+                                 "1_000",
+                                 "1:30",
+                                 "0:30",
+                                 "1:60",
+                                 "190:20:30.15",
+                                 "1.",
+                                 "1._",
+                                 "._",
+                                 ".5e+3",
+                                 ".5e3",
+                                 "+.5",
+                                 "-.inf",
+                                 "+.nan",
+                                 "1e5",
+                                 "1E-5",
+                                 "2002-12-14",
+                                 "2002-1-14",
+                                 "2001-12-14t21:59:43.10-05:00",
+                                 "2001-12-14 21:59:43.10 Z",
+                                 "2001-12-14\t 1:59:43 +5",
+                                 "2001-12-14 21:59:43 ",
+                                 "12345-12-14",
+                                 "1-2"};
+  // Random text over the characters the patterns care about.
+  const std::string alphabet = "0123456789_+-.:eExbTtZ :\tinfaNAl";
+  std::uint32_t seed = 12345;
+  for (int n = 0; n < 20000; ++n) {
+    std::string t;
+    const std::size_t len = 1 + (seed = seed * 1664525 + 1013904223) % 12;
+    for (std::size_t i = 0; i < len; ++i)
+      t += alphabet[((seed = seed * 1664525 + 1013904223) >> 8) % alphabet.size()];
+    texts.push_back(t);
+  }
+  for (std::string d = "2001-12-14 21:59:43"; const char* tail : {"", ".5", "Z", " -5:30", "+12"})
+    texts.push_back(d + tail);
+  for (const std::string& t : texts) {
+    INFO("'" << t << "'");
+    CHECK(plain_text_is_ambiguous(t) == std::regex_match(t, patterns));
+  }
+}
+
+TEST_CASE("scalars of 100k characters are typed and written without recursion") {
+  for (const std::string& t :
+       {std::string(100000, '1'), "0" + std::string(100000, '7'), "1." + std::string(100000, '5'),
+        "2001-12-14 " + std::string(100000, ' ')}) {
+    CHECK(plain_text_is_ambiguous(t) == (t.back() != ' '));
+    CHECK(to_yaml(Value(t)).size() > t.size()); // quoted, or folded
+    CHECK_NOTHROW(resolve_plain_scalar(t));
+  }
 }
