@@ -34,7 +34,8 @@ protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t line;
     formatter_->format(msg, line);
-    if (held().holding)
+    // Errors are never held: each is one line of the failure report (validate lists them all).
+    if (held().holding && msg.level < spdlog::level::err)
       held().text.append(line.data(), line.size());
     else
       std::fwrite(line.data(), 1, line.size(), stderr);

@@ -156,7 +156,9 @@ std::string parse_fla_results(const std::string& json, FlaResults& out) {
   const Value* bench = root.get("bench");
   if (!bench || bench->kind != Value::object)
     return "no \"bench\" object (is this gdn_fla_bench.py's results.json?)";
-  for (const auto& [name, r] : bench->fields) {
+  for (const auto& field : bench->fields) {
+    const std::string& name = field.first;
+    const Value& r = field.second; // a plain reference: lambdas may not capture bindings in C++17
     const Value* shape = r.get("shape");
     if (!shape)
       continue;
