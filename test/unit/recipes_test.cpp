@@ -325,7 +325,8 @@ TEST_CASE("names, aliases and combinations that do not exist") {
              Catch::Contains("unknown Megatron-Core profile 'gdm' (did you mean 'gdn'?)"));
 }
 
-TEST_CASE("recipes from a directory (--recipes-dir): the recipes/ tree on disk builds what the built-in copy builds") {
+TEST_CASE("recipes from a directory (--recipes-dir): the recipes/ tree on disk builds what the "
+          "built-in copy builds") {
   const Compiler from_disk(directory_data(std::string(QR_SOURCE_DIR) + "/recipes"));
   BuildRequest req;
   req.recipe = "qwen35_35b@gb300:fp8mx";
