@@ -14,7 +14,8 @@ namespace {
 
 struct BuildOptions {
   std::vector<std::string> args; // RECIPE then overrides (only overrides with --base)
-  std::string gpu, precision = "bf16", profile, pipeline, base, output, env;
+  RecipeOptions recipe;
+  std::string pipeline, base, output, env;
   std::optional<std::int64_t> num_gpus;
   bool print_pipeline = false, print_after_all = false, no_header = false;
 };
@@ -47,9 +48,7 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   hold_logs();
   auto compiler = make_compiler(g);
   BuildRequest req;
-  req.gpu = o.gpu;
-  req.precision = o.precision;
-  req.profile = o.profile;
+  o.recipe.fill(req);
   req.pipeline_text = o.pipeline;
   req.base_file = o.base;
   // The first argument is the recipe; with --base, only when it cannot be an override.
@@ -89,11 +88,7 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
                   "RECIPE (a model such as qwen35_397b, or MODEL@GPU[:PRECISION]) then Hydra "
                   "overrides: key.path=value, +key=value (add), ++key=value (add or set), ~key "
                   "(delete)");
-  cmd->add_option("--gpu", opts->gpu, "gb300, gb200, b300, b200, h100 or vr200");
-  cmd->add_option("--precision", opts->precision, "bf16 (default), fp8cs or fp8mx");
-  cmd->add_option("--mcore", opts->profile,
-                  "Megatron-Core profile: pinned (default; Megatron-Bridge main's pin) or gdn (has "
-                  "model.gdn_kernel_backend)");
+  opts->recipe.add_to(cmd);
   cmd->add_option("--pipeline", opts->pipeline,
                   "replace the recipe's pipeline, e.g. 'precision{p=bf16},qwen35-vl-common,...'");
   cmd->add_option("--base", opts->base,

@@ -12,7 +12,7 @@ namespace {
 
 struct ExplainOptions {
   std::vector<std::string> args; // RECIPE, then fields and overrides in any order
-  std::string gpu, precision = "bf16", profile;
+  RecipeOptions recipe;
 };
 
 std::string shown(const std::optional<Value>& v) {
@@ -26,9 +26,7 @@ int run_explain(const ExplainOptions& o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
   BuildRequest req;
   req.recipe = o.args.front();
-  req.gpu = o.gpu;
-  req.precision = o.precision;
-  req.profile = o.profile;
+  o.recipe.fill(req);
   std::vector<std::string> fields;
   // Overrides have an '=' or a Hydra prefix; anything else names a field.
   for (auto it = o.args.begin() + 1; it != o.args.end(); ++it)
@@ -69,9 +67,7 @@ void register_explain(CLI::App& app, GlobalOptions& global, std::function<int()>
                   "RECIPE (a model, or MODEL@GPU[:PRECISION]), then FIELDs (dotted paths; a "
                   "section names the fields under it that changed) and Hydra overrides; with no "
                   "FIELD, every field that differs from the model's base config");
-  cmd->add_option("--gpu", opts->gpu, "gb300, gb200, b300, b200, h100 or vr200");
-  cmd->add_option("--precision", opts->precision, "bf16 (default), fp8cs or fp8mx");
-  cmd->add_option("--mcore", opts->profile, "Megatron-Core profile: pinned (default) or gdn");
+  opts->recipe.add_to(cmd);
   cmd->footer("Examples:\n"
               "  qwen-recipe explain qwen35_397b --gpu gb300 model.cuda_graph_impl\n"
               "  qwen-recipe explain qwen35_35b@gb300:fp8mx --mcore gdn model\n"

@@ -13,7 +13,8 @@ namespace {
 
 struct LaunchCliOptions {
   std::vector<std::string> args; // RECIPE then overrides
-  std::string gpu, precision = "bf16", profile, format = "slurm", output, config;
+  RecipeOptions recipe;
+  std::string format = "slurm", output, config;
   LaunchOptions launch;
 };
 
@@ -24,9 +25,7 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
   BuildRequest req;
   req.recipe = o.args.front();
-  req.gpu = o.gpu;
-  req.precision = o.precision;
-  req.profile = o.profile;
+  o.recipe.fill(req);
   req.overrides.assign(o.args.begin() + 1, o.args.end());
   const BuildResult r = compiler->build(req);
   validate_built(r, validate_options_for(req, r));
@@ -63,9 +62,7 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                 "Megatron-Bridge's performance entry point on it");
   cmd->add_option("args", opts->args,
                   "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build");
-  cmd->add_option("--gpu", opts->gpu, "gb300, gb200, b300, b200, h100 or vr200");
-  cmd->add_option("--precision", opts->precision, "bf16 (default), fp8cs or fp8mx");
-  cmd->add_option("--mcore", opts->profile, "Megatron-Core profile: pinned (default) or gdn");
+  opts->recipe.add_to(cmd);
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
                   "json (the launch config)")
