@@ -21,10 +21,17 @@ struct NamedShape {
   Shape shape;
 };
 
+// fwd: inference forward; fwd-train: the forward of a training step, which also keeps the
+// backend's saved context; bwd: the backward from that context; bwd-recompute: the self-contained
+// backward; fwdbwd: fwd-train then bwd, a training step's GDN.
+std::vector<std::string> all_modes() {
+  return {"fwd", "fwd-train", "bwd", "bwd-recompute", "fwdbwd"};
+}
+
 struct Config {
   std::vector<NamedShape> shapes;
   std::vector<std::string> backends; // empty: all
-  std::vector<std::string> modes = {"fwd", "bwd", "fwdbwd"};
+  std::vector<std::string> modes = all_modes();
   int warmup = 3, iters = 20;
   bool check_only = false, l2norm = true, states = false;
   double tol = 2e-2;
@@ -40,7 +47,9 @@ dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
   --recipe NAME[,NAME]     shapes of compiled recipes (micro batch, seq_length, GDN heads, dims)
   --shape B,T,Hk,Hv,D      a shape: batch, tokens, key heads, value heads, head dim (repeatable)
   --backend all|NAME[,..]  backends to run (reference, chunked, fused); default all
-  --mode fwd|bwd|fwdbwd|all  passes to time; default all
+  --mode MODE[,MODE]       passes to time, default all: fwd (inference), fwd-train (also keeps the
+                           context for the backward), bwd (from that context), bwd-recompute
+                           (self-contained), fwdbwd (fwd-train + bwd, a training step)
   --warmup N               untimed runs per pass (default 3)
   --iters N                timed runs per pass (default 20); the L2 is flushed before each
   --check                  run only the correctness check against reference, no timing
@@ -136,15 +145,22 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
         return "--backend needs a value";
       cfg.backends = v == "all" ? std::vector<std::string>{} : split(v, ',');
     } else if (a == "--mode") {
-      if (!value(v) || (v != "fwd" && v != "bwd" && v != "fwdbwd" && v != "all"))
-        return "--mode must be fwd, bwd, fwdbwd or all";
+      if (!value(v))
+        return "--mode needs a value";
       if (default_modes)
         cfg.modes.clear();
       default_modes = false;
-      if (v == "all")
-        cfg.modes = {"fwd", "bwd", "fwdbwd"};
-      else if (std::find(cfg.modes.begin(), cfg.modes.end(), v) == cfg.modes.end())
-        cfg.modes.push_back(v);
+      const std::vector<std::string> known = all_modes();
+      for (const std::string& m : split(v, ',')) {
+        if (m != "all" && std::find(known.begin(), known.end(), m) == known.end())
+          return "--mode: unknown mode '" + m +
+                 "' (fwd, fwd-train, bwd, bwd-recompute, fwdbwd or all)";
+        for (const std::string& add : m == "all" ? known : std::vector<std::string>{m})
+          if (std::find(cfg.modes.begin(), cfg.modes.end(), add) == cfg.modes.end())
+            cfg.modes.push_back(add);
+      }
+      if (cfg.modes.empty())
+        return "--mode needs a value";
     } else if (a == "--warmup" || a == "--iters" || a == "--seed") {
       if (!value(v) || !parse_int(v, a == "--iters" ? 1 : 0, 1 << 30, n))
         return a + (a == "--iters" ? " needs a positive integer" : " needs a non-negative integer");
@@ -207,18 +223,18 @@ struct TimeRow {
   double median = 0, min = 0, max = 0, tflops = 0, gbps = 0, pct_flop = 0, pct_bw = 0;
 };
 
-std::string run_pass(const Backend& be, Problem& p, bool bwd, cudaStream_t st) {
-  return bwd ? be.run_bwd(p.bwd_args(), p.workspace.get(), st)
-             : be.run_fwd(p.fwd_args(), p.workspace.get(), st);
-}
-
-// Runs fwd and bwd of `be` on poisoned outputs and reads back every output.
-std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st,
+// Runs fwd and bwd of `be` on poisoned outputs and reads back every output: the training path
+// (forward keeping the context, poisoned first, and the backward from it) or the recompute path.
+std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool train,
                          std::map<std::string, std::vector<double>>& got) {
   for (bool bwd : {false, true}) {
     if (std::string e = p.poison_outputs(); !e.empty())
       return e;
-    if (std::string e = run_pass(be, p, bwd, st); !e.empty())
+    if (std::string e = train && !bwd ? p.poison_saved() : std::string(); !e.empty())
+      return e;
+    const Run r =
+        bwd ? (train ? Run::bwd : Run::bwd_recompute) : (train ? Run::fwd_train : Run::fwd);
+    if (std::string e = run_pass(be, p, r, st); !e.empty())
       return e;
     QR_CUDA_TRY(cudaStreamSynchronize(st));
     for (const Output& o : bwd ? backward_outputs() : forward_outputs())
@@ -296,6 +312,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
 
   std::vector<CheckRow> checks;
   std::vector<TimeRow> times;
+  std::string contexts; // saved-context sizes, printed after the times
   bool failed = false;
   for (const NamedShape& ns : cfg.shapes) {
     const std::string label = ns.name + " (" + shape_text(ns.shape) + ")";
@@ -307,13 +324,15 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     spec.seed = cfg.seed;
     spec.qk_scale = cfg.l2norm ? 1.f : 1.f / std::sqrt(float(ns.shape.head_dim_k));
     err << "gdn-bench: " << label << ": preparing inputs\n";
-    size_t ws = 0;
+    size_t ws = 0, ctx = 0;
     for (const auto& b : backends)
-      if (b->unsupported(dev, ns.shape).empty())
+      if (b->unsupported(dev, ns.shape).empty() && selected(*b)) {
         ws = std::max(
             {ws, b->workspace_bytes(ns.shape, Pass::fwd), b->workspace_bytes(ns.shape, Pass::bwd)});
+        ctx = std::max(ctx, b->saved_bytes(ns.shape));
+      }
     if (std::string e = p.init(ns.shape, opt, spec);
-        !e.empty() || !(e = p.ensure_workspace(ws)).empty()) {
+        !e.empty() || !(e = p.ensure_workspace(ws)).empty() || !(e = p.ensure_saved(ctx)).empty()) {
       err << "gdn-bench: " << label << ": " << e << "\n";
       failed = true;
       continue;
@@ -324,7 +343,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     std::string oracle_error = oracle.unsupported(dev, ns.shape);
     if (oracle_error.empty()) {
       err << "gdn-bench: " << label << ": running reference\n";
-      oracle_error = run_and_read(oracle, p, st, ref);
+      oracle_error = run_and_read(oracle, p, st, true, ref);
     }
     for (const auto& [name, data] : ref)
       if (size_t bad = count_non_finite(data); bad && oracle_error.empty())
@@ -341,15 +360,21 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         checks.push_back({be->name(), "reference: " + oracle_error, {}, false});
       } else if (be.get() != &oracle) {
         err << "gdn-bench: " << label << ": checking " << be->name() << "\n";
-        std::map<std::string, std::vector<double>> got;
-        if (std::string e = run_and_read(*be, p, st, got); !e.empty()) {
-          checks.push_back({be->name(), "run: " + e, {}, false});
-          pass = false;
-        } else {
+        // Both paths of a backend that keeps a context: training, then recompute.
+        for (bool train : {true, false}) {
+          if (!train && !be->saved_bytes(ns.shape))
+            continue;
+          const std::string path = be->name() + (train ? "" : " recompute");
+          std::map<std::string, std::vector<double>> got;
+          if (std::string e = run_and_read(*be, p, st, train, got); !e.empty()) {
+            checks.push_back({path, "run: " + e, {}, false});
+            pass = false;
+            continue;
+          }
           for (const auto& [name, data] : got) {
             const Error e2 = compare(data, ref[name]);
             const bool ok = e2.ok(cfg.tol);
-            checks.push_back({be->name() + " @ " + label, name, e2, ok});
+            checks.push_back({path + " @ " + label, name, e2, ok});
             pass = pass && ok;
           }
         }
@@ -363,19 +388,32 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       }
       if (cfg.check_only)
         continue;
+      const bool has_context = be->saved_bytes(ns.shape) > 0;
+      if (has_context) {
+        char note[160];
+        std::snprintf(note, sizeof note, "%-10s %-28s %8.1f MB kept from fwd-train for bwd\n",
+                      be->name().c_str(), ns.name.c_str(), be->saved_bytes(ns.shape) / 1e6);
+        contexts += note;
+      }
       for (const std::string& mode : cfg.modes) {
+        if (!has_context && (mode == "fwd-train" || mode == "bwd-recompute"))
+          continue; // the same passes as fwd and bwd
         err << "gdn-bench: " << label << ": timing " << be->name() << " " << mode << "\n";
-        const bool f = mode != "bwd", b = mode != "fwd";
+        const bool f = mode == "fwd" || mode == "fwd-train" || mode == "fwdbwd";
+        const bool b = !f || mode == "fwdbwd";
+        const Run fwd_run = mode == "fwd" ? Run::fwd : Run::fwd_train;
+        const Run bwd_run = mode == "bwd-recompute" ? Run::bwd_recompute : Run::bwd;
         std::vector<float> ms;
-        std::string e;
+        // The backward from a context reads what the last training forward left.
+        std::string e = mode == "bwd" ? run_pass(*be, p, Run::fwd_train, st) : std::string();
         for (int it = 0; it < cfg.warmup + cfg.iters && e.empty(); ++it) {
           e = cuda_error(cudaMemsetAsync(flush.get(), it & 0xff, flush.bytes(), st), "flush");
           if (e.empty())
             e = cuda_error(cudaEventRecord(ev0, st), "event");
           if (e.empty() && f)
-            e = run_pass(*be, p, false, st);
+            e = run_pass(*be, p, fwd_run, st);
           if (e.empty() && b)
-            e = run_pass(*be, p, true, st);
+            e = run_pass(*be, p, bwd_run, st);
           if (e.empty())
             e = cuda_error(cudaEventRecord(ev1, st), "event");
           if (e.empty())
@@ -425,7 +463,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
   if (!times.empty()) {
     out << "\ntimes (L2 flushed before each run; median of " << cfg.iters << " after " << cfg.warmup
         << " warm-up)\n";
-    std::snprintf(line, sizeof line, "%-10s %-28s %-7s %10s %19s %9s %9s %7s %6s\n", "backend",
+    std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10s %19s %9s %9s %7s %6s\n", "backend",
                   "shape", "mode", "median ms", "min-max ms", "TFLOP/s", "GB/s", "%FLOP", "%BW");
     out << line;
     for (const TimeRow& r : times) {
@@ -435,12 +473,15 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
           std::to_string(r.shape.value_heads) + "x" + std::to_string(r.shape.head_dim_k);
       char range[40];
       std::snprintf(range, sizeof range, "%.3f-%.3f", r.min, r.max);
-      std::snprintf(line, sizeof line, "%-10s %-28s %-7s %10.3f %19s %9.1f %9.0f %6.1f%% %5.1f%%\n",
+      std::snprintf(line, sizeof line,
+                    "%-10s %-28s %-13s %10.3f %19s %9.1f %9.0f %6.1f%% %5.1f%%\n",
                     r.backend.c_str(), shape.c_str(), r.mode.c_str(), r.median, range, r.tflops,
                     r.gbps, r.pct_flop, r.pct_bw);
       out << line;
     }
   }
+  if (!contexts.empty())
+    out << "\nsaved context (the training forward's tensors the backward reads)\n" << contexts;
   struct FlaRow {
     const TimeRow* ours;
     std::string fla_shape;
@@ -454,21 +495,21 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
                                          : nullptr;
     if (!f || r.backend == "reference")
       continue;
-    const double ms = r.mode == "fwd" ? f->fwd_ms
-                      : r.mode == "bwd"
-                          ? (f->fwdbwd_ms > 0 && f->fwd_ms > 0 ? f->fwdbwd_ms - f->fwd_ms : -1)
-                          : f->fwdbwd_ms;
+    const double ms = r.mode == "fwd" || r.mode == "fwd-train" ? f->fwd_ms
+                      : r.mode == "fwdbwd"                     ? f->fwdbwd_ms
+                      : f->fwdbwd_ms > 0 && f->fwd_ms > 0      ? f->fwdbwd_ms - f->fwd_ms
+                                                               : -1;
     if (ms > 0)
       fla_rows.push_back({&r, f->name, ms, r.median / ms});
   }
   if (cfg.compare_fla) {
     out << "\nagainst FLA (" << cfg.fla_json << ": " << fla.env
         << "; CUDA-graph medians, bwd = fwdbwd - fwd); ratio = ours / FLA, below 1 is faster\n";
-    std::snprintf(line, sizeof line, "%-10s %-28s %-7s %10s %-8s %10s %8s\n", "backend", "shape",
+    std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10s %-8s %10s %8s\n", "backend", "shape",
                   "mode", "ours ms", "FLA", "FLA ms", "ratio");
     out << line;
     for (const FlaRow& f : fla_rows) {
-      std::snprintf(line, sizeof line, "%-10s %-28s %-7s %10.3f %-8s %10.3f %8.3f\n",
+      std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10.3f %-8s %10.3f %8.3f\n",
                     f.ours->backend.c_str(), f.ours->shape_name.c_str(), f.ours->mode.c_str(),
                     f.ours->median, f.fla_shape.c_str(), f.fla_ms, f.ratio);
       out << line;

@@ -152,6 +152,35 @@ std::string Problem::ensure_workspace(size_t bytes) {
   return bytes <= workspace.bytes() ? std::string() : workspace.alloc(bytes);
 }
 
+std::string Problem::ensure_saved(size_t bytes) {
+  return bytes <= saved.bytes() ? std::string() : saved.alloc(bytes);
+}
+
+std::string Problem::poison_saved() {
+  QR_CUDA_TRY(cudaMemset(saved.get(), 0xff, saved.bytes()));
+  return {};
+}
+
+bool is_backward(Run r) {
+  return r == Run::bwd || r == Run::bwd_recompute;
+}
+
+std::string run_pass(const Backend& be, Problem& p, Run r, Stream stream) {
+  const size_t need = be.saved_bytes(p.shape);
+  if (need > p.saved.bytes() && (r == Run::fwd_train || r == Run::bwd))
+    return "the saved context needs " + std::to_string(need) + " bytes, " +
+           std::to_string(p.saved.bytes()) + " allocated";
+  void* ctx = need ? p.saved.get() : nullptr;
+  if (!is_backward(r)) {
+    FwdArgs a = p.fwd_args();
+    a.saved = r == Run::fwd_train ? ctx : nullptr;
+    return be.run_fwd(a, p.workspace.get(), stream);
+  }
+  BwdArgs a = p.bwd_args();
+  a.saved = r == Run::bwd ? ctx : nullptr;
+  return be.run_bwd(a, p.workspace.get(), stream);
+}
+
 cpu::Inputs Problem::to_cpu() const {
   cpu::Inputs in;
   in.shape = shape;

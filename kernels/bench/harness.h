@@ -50,12 +50,15 @@ struct Problem {
   DeviceBuffer o, ht;                          // forward outputs
   DeviceBuffer dq, dk, dv, dg, dbeta, dh0;     // backward outputs
   DeviceBuffer workspace;
+  DeviceBuffer saved; // a training forward's context for the backward (Backend::saved_bytes)
 
   std::string init(const Shape& s, const Options& o, const InputSpec& in);
   FwdArgs fwd_args() const;
   BwdArgs bwd_args() const;
   std::string poison_outputs();               // NaN into every output buffer
   std::string ensure_workspace(size_t bytes); // grows, never shrinks
+  std::string ensure_saved(size_t bytes);     // likewise
+  std::string poison_saved();                 // NaN into the saved context
   cpu::Inputs to_cpu() const;                 // the exact device inputs as float64
 };
 
@@ -78,6 +81,13 @@ struct Output {
 };
 std::vector<Output> forward_outputs();  // o, ht
 std::vector<Output> backward_outputs(); // dq, dk, dv, dg, dbeta, dh0
+
+// How a pass runs: an inference forward; a training forward, which also writes the backend's saved
+// context into Problem::saved; a backward from that context; a self-contained backward. For a
+// backend that keeps no context, fwd_train is fwd and bwd is bwd_recompute.
+enum class Run { fwd, fwd_train, bwd, bwd_recompute };
+bool is_backward(Run r);
+std::string run_pass(const Backend& be, Problem& p, Run r, Stream stream);
 
 std::string device_info(DeviceInfo& info, std::string& name);
 

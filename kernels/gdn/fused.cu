@@ -1,5 +1,7 @@
-// The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan. Backward,
-// self-contained: prep -> save_scan -> bwd_scan -> bwd_intra.
+// The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
+// forward also keeps A, the rstd of q and k, the entering states h and v_new in the saved context.
+// Backward from that context: bwd_scan -> bwd_intra; self-contained: prep -> save_scan -> bwd_scan
+// -> bwd_intra.
 #include "fused.cuh"
 
 namespace qr::gdn {
@@ -29,9 +31,15 @@ public:
   }
 
   size_t workspace_bytes(const Shape& s, Pass p) const override {
-    size_t bytes = 0;
-    Workspace::carve(s, p == Pass::bwd, nullptr, &bytes);
+    size_t bytes = 0; // without a saved context: the larger
+    Workspace::carve(s, p, nullptr, nullptr, &bytes);
     return bytes;
+  }
+
+  size_t saved_bytes(const Shape& s) const override {
+    size_t ws = 0, ctx = 0;
+    Workspace::carve(s, Pass::fwd, nullptr, nullptr, &ws, &ctx);
+    return ctx;
   }
 
   std::string run_fwd(const FwdArgs& a, void* workspace, Stream stream) const override {
@@ -40,14 +48,16 @@ public:
     if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.o))
       return "fused: q, k, v, o need 16-byte aligned rows";
     const Geo geo = make_geo(a.shape, a.opt);
-    const Workspace ws = Workspace::carve(a.shape, false, workspace, nullptr);
+    const Workspace ws = Workspace::carve(a.shape, Pass::fwd, workspace, a.saved, nullptr);
     int bv = 0;
     if (std::string e = columns(geo, bv); !e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
-    if (std::string e = launch_prep(geo, in, ws, false, stream); !e.empty())
+    const bool train = a.saved != nullptr;
+    if (std::string e = launch_prep(geo, in, ws, train, stream); !e.empty())
       return e;
-    return launch_fwd_scan(geo, bv, ws, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
+    return launch_fwd_scan(geo, bv, train, ws, a.initial_state, ref<bf16>(a.o), a.final_state,
+                           stream);
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
@@ -57,15 +67,17 @@ public:
         !rows_aligned(a.dq) || !rows_aligned(a.dk) || !rows_aligned(a.dv))
       return "fused: q, k, v, do, dq, dk, dv need 16-byte aligned rows";
     const Geo geo = make_geo(a.shape, a.opt);
-    const Workspace ws = Workspace::carve(a.shape, true, workspace, nullptr);
+    const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
     int bv = 0;
     if (std::string e = columns(geo, bv); !e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
-    if (std::string e = launch_prep(geo, in, ws, true, stream); !e.empty())
-      return e;
-    if (std::string e = launch_save_scan(geo, bv, ws, a.initial_state, stream); !e.empty())
-      return e;
+    if (!a.saved) { // recompute the context
+      if (std::string e = launch_prep(geo, in, ws, true, stream); !e.empty())
+        return e;
+      if (std::string e = launch_save_scan(geo, bv, ws, a.initial_state, stream); !e.empty())
+        return e;
+    }
     if (std::string e = launch_bwd_scan(geo, bv, ws, ref<const bf16>(a.d_o), a.d_final_state,
                                         a.d_initial_state, stream);
         !e.empty())

@@ -27,7 +27,9 @@
 // The scans keep the state slice (128 x BV, fp32) in registers and prefetch the next chunk's tiles
 // with cp.async while they compute the current one (two shared-memory stages). BV is 128 when the
 // (batch, value head) pairs alone fill the GPU, so each CTA reads every tile once, and 64 when they
-// do not, so that twice as many CTAs share the sequential work.
+// do not, so that twice as many CTAs share the sequential work. (32 columns with one stage, two
+// CTAs per SM, measured slower at the 397B shape: 262 / 305 us for the forward / backward scans
+// against 233 / 233.)
 #pragma once
 
 #include "chunked.cuh"
@@ -44,44 +46,58 @@ using chunked::kLdF;
 using chunked::kThreads;
 
 // Chunk-major scratch. Per-value-head tensors are [B, Hv, NT, ...], per-key-head ones
-// [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros).
+// [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros). The fields marked
+// "context" are what a training forward leaves for the backward (saved_bytes): given a saved
+// buffer they live there, else in the workspace.
 struct Workspace {
-  bf16* qn;  // [B,Hk,Tp,D]     normalised q
-  bf16* kn;  // [B,Hk,Tp,D]     normalised k
-  float* rq; // [B,Hk,Tp]       1 / sqrt(|q|^2 + eps), 1 without l2norm (backward only)
-  float* rk; // [B,Hk,Tp]       likewise for k (backward only)
-  float* G;  // [B,Hv,Tp]       in-chunk cumsum of g
-  bf16* w;   // [B,Hv,Tp,D]     A diag(beta Gm) K
-  bf16* u;   // [B,Hv,Tp,D]     A diag(beta) V
-  bf16* ms;  // [B,Hv,NT,C,C]   scale lowerIncl(Q K^T .* D)
-  bf16* a;   // [B,Hv,NT,C,C]   A = (I + L)^-1 (backward only)
-  bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
-  bf16* nu;  // [B,Hv,Tp,Dv]    v_new (backward only)
+  bf16* qn;  // [B,Hk,Tp,D]     context: normalised q
+  bf16* kn;  // [B,Hk,Tp,D]     context: normalised k
+  float* rq; // [B,Hk,Tp]       context: 1 / sqrt(|q|^2 + eps), 1 without l2norm (not inference)
+  float* rk; // [B,Hk,Tp]       context: likewise for k (not inference)
+  float* G;  // [B,Hv,Tp]       context: in-chunk cumsum of g
+  bf16* w;   // [B,Hv,Tp,D]     context: A diag(beta Gm) K
+  bf16* ms;  // [B,Hv,NT,C,C]   context: scale lowerIncl(Q K^T .* D)
+  bf16* a;   // [B,Hv,NT,C,C]   context: A = (I + L)^-1 (not inference)
+  bf16* h;   // [B,Hv,NT,Dk,Dv] context: state entering each chunk (not inference)
+  bf16* nu;  // [B,Hv,Tp,Dv]    context: v_new (not inference)
+  bf16* u;   // [B,Hv,Tp,D]     A diag(beta) V (forward, and the backward without a context)
   bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
   bf16* dnu; // [B,Hv,Tp,Dv]    gradient of v_new (backward only)
 
-  static Workspace carve(const Shape& s, bool bwd, void* base, size_t* bytes) {
+  // The workspace of a forward (inference when saved is null, else training) or a backward
+  // (self-contained when saved is null). With null bases it only counts: *ws_bytes gets the
+  // workspace's size and *ctx_bytes the context's.
+  static Workspace carve(const Shape& s, Pass p, void* base, const void* saved, size_t* ws_bytes,
+                         size_t* ctx_bytes = nullptr) {
     const size_t NT = (s.seq_len + kC - 1) / kC, Tp = NT * kC;
     const size_t vh = size_t(s.batch) * s.value_heads, kh = size_t(s.batch) * s.key_heads;
-    Carver c{static_cast<char*>(base)};
+    const bool bwd = p == Pass::bwd, inference = !bwd && !saved && !ctx_bytes;
+    Carver wc{static_cast<char*>(base)};
+    Carver cc{static_cast<char*>(const_cast<void*>(saved))};
+    Carver& c = saved || ctx_bytes ? cc : wc; // where the context goes
     Workspace ws{};
     ws.qn = c.take<bf16>(kh * Tp * kD);
     ws.kn = c.take<bf16>(kh * Tp * kD);
     ws.G = c.take<float>(vh * Tp);
     ws.w = c.take<bf16>(vh * Tp * kD);
-    ws.u = c.take<bf16>(vh * Tp * kD);
     ws.ms = c.take<bf16>(vh * Tp * kC);
-    if (bwd) {
+    if (!inference) {
       ws.rq = c.take<float>(kh * Tp);
       ws.rk = c.take<float>(kh * Tp);
       ws.a = c.take<bf16>(vh * Tp * kC);
       ws.h = c.take<bf16>(vh * NT * kD * kD);
       ws.nu = c.take<bf16>(vh * Tp * kD);
-      ws.dh = c.take<bf16>(vh * NT * kD * kD);
-      ws.dnu = c.take<bf16>(vh * Tp * kD);
     }
-    if (bytes)
-      *bytes = c.used;
+    if (!bwd || !saved)
+      ws.u = wc.take<bf16>(vh * Tp * kD);
+    if (bwd) {
+      ws.dh = wc.take<bf16>(vh * NT * kD * kD);
+      ws.dnu = wc.take<bf16>(vh * Tp * kD);
+    }
+    if (ws_bytes)
+      *ws_bytes = wc.used;
+    if (ctx_bytes)
+      *ctx_bytes = cc.used;
     return ws;
   }
 };
@@ -110,9 +126,11 @@ __device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16
 // Value columns per scan CTA (see the header comment).
 int scan_columns(const Geo& geo, int sm_count);
 
-std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool bwd,
+// With `context` prep also writes A and the rstd of q and k.
+std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool context,
                         cudaStream_t st);
-std::string launch_fwd_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+// With `save` the forward scan also writes the context's h and v_new (a training forward).
+std::string launch_fwd_scan(const Geo& geo, int bv, bool save, const Workspace& ws, const float* h0,
                             Ref<bf16> o, float* ht, cudaStream_t st);
 std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
                              cudaStream_t st);

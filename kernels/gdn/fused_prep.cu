@@ -1,12 +1,11 @@
 // Fused GDN, the parallel stage: everything of one 64-token chunk that does not depend on the
 // chunk state, one CTA per (chunk, value head), three CTAs per SM.
 //
-//   q, k <- l2norm(q), l2norm(k)    (the key head's first value head writes qn, kn; bwd: rq, rk)
-//   G    = cumsum(g)                 (in chunk; pad rows repeat the last real G)
-//   Ms   = scale lowerIncl(Q K^T .* D),  D_ij = exp(G_i - G_j)
-//   L    = strictLower(diag(beta) (K K^T .* D))
-//   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; bwd: stored in bf16)
-//   u    = A diag(beta) V,  w = A diag(beta exp(G)) K
+//   q, k <- l2norm(q), l2norm(k)    (the key head's first value head writes qn, kn; context: rq,
+//   rk) G    = cumsum(g)                 (in chunk; pad rows repeat the last real G) Ms   = scale
+//   lowerIncl(Q K^T .* D),  D_ij = exp(G_i - G_j) L    = strictLower(diag(beta) (K K^T .* D)) A =
+//   (I + L)^-1                (fp32, chunked::invert_unit_lower; context: stored in bf16) u    = A
+//   diag(beta) V,  w = A diag(beta exp(G)) K
 // Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared
 // memory; K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on a 2 x 4 grid of
 // 32 x 32.
@@ -45,7 +44,7 @@ static_assert(sizeof(bf16[kC * kLdD]) == sizeof(float[kC * kLdF]), "Q and A^-1 s
 
 // No minimum-blocks hint: with one, ptxas caps at 80 registers and spills; without, it takes 76-80
 // and three CTAs still fit an SM's registers.
-template <bool kBwd>
+template <bool kContext> // also write A and the rstd of q, k (training forward, backward)
 __global__ void __launch_bounds__(kThreads) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
   extern __shared__ __align__(16) char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
@@ -96,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) prep_kernel(Geo geo, FwdInputs in, W
   if (leader) {
     store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
     store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
-    if (kBwd && tid < kC) {
+    if (kContext && tid < kC) {
       ws.rq[krow0 + tid] = sm.rq[tid];
       ws.rk[krow0 + tid] = sm.rk[tid];
     }
@@ -105,13 +104,13 @@ __global__ void __launch_bounds__(kThreads) prep_kernel(Geo geo, FwdInputs in, W
   for (int i = tid; i < kC * kLdF; i += kThreads)
     sm.qa.ainv[i] = 0.f;
   invert_unit_lower(sm.r.solve.lf, sm.beta, sm.qa.ainv, sm.r.solve.tmp);
-  bf16* a_out = kBwd ? ws.a + row0 * kC : nullptr;
+  bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
   for (int e = tid; e < kC * kC; e += kThreads) {
     const int i = e / kC, j = e % kC;
     const float a = sm.qa.ainv[i * kLdF + j], ab = a * sm.beta[j];
     sm.r.a.beta[i * kLdC + j] = __float2bfloat16(ab);
     sm.r.a.gamma[i * kLdC + j] = __float2bfloat16(ab * __expf(sm.G[j]));
-    if constexpr (kBwd)
+    if constexpr (kContext)
       a_out[e] = __float2bfloat16(a);
   }
   __syncthreads();
@@ -136,10 +135,10 @@ __global__ void __launch_bounds__(kThreads) prep_kernel(Geo geo, FwdInputs in, W
 
 } // namespace
 
-std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool bwd,
+std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool context,
                         cudaStream_t st) {
   const int smem = sizeof(PrepSmem);
-  auto kernel = bwd ? prep_kernel<true> : prep_kernel<false>;
+  auto kernel = context ? prep_kernel<true> : prep_kernel<false>;
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<dim3(geo.NT, geo.B * geo.Hv), kThreads, smem, st>>>(geo, in, ws);
   QR_CUDA_TRY(cudaGetLastError());

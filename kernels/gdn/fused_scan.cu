@@ -13,15 +13,18 @@
 //   phase B  warps 0-3: v_new = u - w S (64 x BV/4 at columns BV/4 w), stored as is and as
 //            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
 //   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
+//   (training forward: then h_n and v_new to the saved context, from their shared-memory copies)
 // save_scan: phases A and C, and phase B for v_new only (a 2 x 4 grid of 32 x BV/4 warp tiles);
 //   writes h_n (bf16) after phase A and v_new after phase B.
 // bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
 //   phase A  dS -> bf16 smem, then to dh_n; Q rows scaled in place by scale exp(G)
 //   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
 //   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do - w^T dv_new
-// The tiles the backward scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
+// The tiles the scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
 // shared-memory copies in coalesced 16-byte pieces: stored straight from the mma fragments, as
-// 4-byte pieces that each half-fill a sector, they made these two kernels L2-bound.
+// 4-byte pieces that each half-fill a sector, they made the backward scans L2-bound. (Hopper bulk
+// copies, one per 256-byte row, measured 1.8x slower still: the copy engine's per-request cost
+// exceeds a chunk's compute.)
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -79,7 +82,7 @@ struct FwdSmem {
   float el[kC], gs[kC];    // exp(Gl - G), scale exp(G)
 };
 
-template <int BV>
+template <int BV, bool kSave>
 __global__ void __launch_bounds__(kThreads, 1)
     fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht) {
   constexpr int ldv = kLdV<BV>;
@@ -144,6 +147,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (warp >= 4) { // o = P + Ms v_new
       warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, 0, pc);
       store_acc_bf16(X, o.at(b, n * kC, h) + v0 + pc, o.st, geo.valid(n));
+    }
+    if constexpr (kSave) { // sm.s and sm.nu are next written after the next chunk's first barrier
+      store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv);
+      store_tile<kC, BV>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv);
     }
   }
   save_state<BV>(S, offset(ht, state0));
@@ -329,10 +336,15 @@ int scan_columns(const Geo& geo, int sm_count) {
   return 4 * geo.B * geo.Hv >= 3 * sm_count ? 128 : 64;
 }
 
-std::string launch_fwd_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+std::string launch_fwd_scan(const Geo& geo, int bv, bool save, const Workspace& ws, const float* h0,
                             Ref<bf16> o, float* ht, cudaStream_t st) {
-  return bv == 128 ? launch(fwd_scan_kernel<128>, sizeof(FwdSmem<128>), geo, bv, st, ws, h0, o, ht)
-                   : launch(fwd_scan_kernel<64>, sizeof(FwdSmem<64>), geo, bv, st, ws, h0, o, ht);
+  if (bv == 128)
+    return save ? launch(fwd_scan_kernel<128, true>, sizeof(FwdSmem<128>), geo, bv, st, ws, h0, o,
+                         ht)
+                : launch(fwd_scan_kernel<128, false>, sizeof(FwdSmem<128>), geo, bv, st, ws, h0, o,
+                         ht);
+  return save ? launch(fwd_scan_kernel<64, true>, sizeof(FwdSmem<64>), geo, bv, st, ws, h0, o, ht)
+              : launch(fwd_scan_kernel<64, false>, sizeof(FwdSmem<64>), geo, bv, st, ws, h0, o, ht);
 }
 
 std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,

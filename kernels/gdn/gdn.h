@@ -64,6 +64,7 @@ struct FwdArgs {
   const float* initial_state = nullptr;  // optional [B,Hv,Dk,Dv]
   TensorRef<bf16_t> o;                   // [B,T,Hv,Dv]
   float* final_state = nullptr;          // optional [B,Hv,Dk,Dv]
+  void* saved = nullptr; // optional: a training forward writes its context for the backward here
 };
 
 struct BwdArgs {
@@ -77,6 +78,7 @@ struct BwdArgs {
   TensorRef<bf16_t> dq, dk, dv, dbeta;  // like q, k, v, beta
   TensorRef<float> dg;                  // like g
   float* d_initial_state = nullptr;     // optional [B,Hv,Dk,Dv]
+  const void* saved = nullptr; // optional: the context a training forward on the same inputs left
 };
 
 enum class Pass { fwd, bwd };
@@ -96,11 +98,15 @@ public:
   virtual std::string name() const = 0;
   // Empty when the backend runs this shape on this device, else the reason it does not.
   virtual std::string unsupported(const DeviceInfo& dev, const Shape& s) const = 0;
-  // Device scratch the pass needs (bytes, 256-byte aligned base).
+  // Device scratch the pass needs (bytes, 256-byte aligned base), with or without a saved context.
   virtual size_t workspace_bytes(const Shape& s, Pass p) const = 0;
-  // Both enqueue on `stream` and return the first CUDA error as text, empty on success. The
-  // backward is self-contained: it recomputes what it needs of the forward from the inputs, so it
-  // needs no forward call first (only its own workspace_bytes(s, Pass::bwd) of scratch).
+  // Bytes of the context a training forward keeps for the backward, as autograd's saved tensors
+  // (256-byte aligned base); 0 when the backend keeps none and its backward always recomputes.
+  virtual size_t saved_bytes(const Shape&) const { return 0; }
+  // Both enqueue on `stream` and return the first CUDA error as text, empty on success. A forward
+  // given FwdArgs::saved also writes the context there; a backward given it (BwdArgs::saved, after
+  // such a forward on the same inputs) reads it instead of recomputing the forward. Without one,
+  // the backward is self-contained: it recomputes what it needs from the inputs.
   virtual std::string run_fwd(const FwdArgs& a, void* workspace, Stream stream) const = 0;
   virtual std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const = 0;
 };

@@ -6,6 +6,8 @@
 //                sum(do . o) + sum(dht . ht) at the same inputs, on sampled elements
 //   stability:   no NaN / Inf and agreement for large |g| and long sequences without decay
 //   determinism: two runs of each non-reference backend give bit-identical outputs
+// A backend that keeps a saved context (fused) is checked on both paths: training (the forward
+// keeps the context, the backward reads it) and recompute (self-contained backward).
 // Every output buffer is poisoned with NaN before each run. Errors are relative L2 norms
 // |x - ref| / |ref| per output. `--quick` runs a small subset (CTest and compute-sanitizer).
 #include "cpu_reference.h"
@@ -59,16 +61,30 @@ std::string describe(const Shape& s, const Options& o, const InputSpec& in) {
 
 using Outputs = std::map<std::string, std::vector<double>>;
 
-bool run(const Backend& be, Problem& p, Outputs& got) {
+// The paths a backend is checked on: training (the forward keeps its context, the backward reads
+// it) and, for a backend that keeps one, also recompute (inference forward, self-contained
+// backward).
+std::vector<bool> paths(const Backend& be, const Shape& s) {
+  return be.saved_bytes(s) ? std::vector<bool>{true, false} : std::vector<bool>{true};
+}
+std::string path_name(const Backend& be, bool train) {
+  return be.name() + (train ? "" : " recompute");
+}
+
+// Outputs and the training context are NaN-poisoned before the pass that writes them.
+bool run(const Backend& be, Problem& p, Outputs& got, bool train) {
   for (bool bwd : {false, true}) {
     std::string e = p.poison_outputs();
+    if (e.empty() && train && !bwd)
+      e = p.poison_saved();
+    const Run r =
+        bwd ? (train ? Run::bwd : Run::bwd_recompute) : (train ? Run::fwd_train : Run::fwd);
     if (e.empty())
-      e = bwd ? be.run_bwd(p.bwd_args(), p.workspace.get(), nullptr)
-              : be.run_fwd(p.fwd_args(), p.workspace.get(), nullptr);
+      e = run_pass(be, p, r, nullptr);
     if (cudaError_t ce = cudaDeviceSynchronize(); e.empty() && ce != cudaSuccess)
       e = cudaGetErrorString(ce);
     if (!e.empty()) {
-      std::printf("ERROR %s: %s\n", be.name().c_str(), e.c_str());
+      std::printf("ERROR %s: %s\n", path_name(be, train).c_str(), e.c_str());
       ++g_failures;
       return false;
     }
@@ -80,12 +96,16 @@ bool run(const Backend& be, Problem& p, Outputs& got) {
 
 bool setup(Problem& p, const Shape& s, const Options& o, const InputSpec& in,
            const std::vector<std::unique_ptr<Backend>>& bes) {
-  size_t ws = 0;
-  for (const auto& b : bes)
+  size_t ws = 0, ctx = 0;
+  for (const auto& b : bes) {
     ws = std::max<size_t>({ws, b->workspace_bytes(s, Pass::fwd), b->workspace_bytes(s, Pass::bwd)});
+    ctx = std::max(ctx, b->saved_bytes(s));
+  }
   std::string e = p.init(s, o, in);
   if (e.empty())
     e = p.ensure_workspace(ws);
+  if (e.empty())
+    e = p.ensure_saved(ctx);
   if (!e.empty()) {
     std::printf("ERROR setup %s: %s\n", describe(s, o, in).c_str(), e.c_str());
     ++g_failures;
@@ -127,14 +147,15 @@ void oracle_suite(const std::vector<Case>& cases,
     if (!setup(p, c.s, o, in, bes))
       continue;
     const Outputs ref = cpu_outputs(p);
-    for (const auto& be : bes) {
-      Outputs got;
-      if (!run(*be, p, got))
-        continue;
-      for (const auto& [name, data] : got)
-        report("oracle", be->name() + " " + describe(c.s, o, in), name, compare(data, ref.at(name)),
-               tol_for(be->name(), false));
-    }
+    for (const auto& be : bes)
+      for (bool train : paths(*be, c.s)) {
+        Outputs got;
+        if (!run(*be, p, got, train))
+          continue;
+        for (const auto& [name, data] : got)
+          report("oracle", path_name(*be, train) + " " + describe(c.s, o, in), name,
+                 compare(data, ref.at(name)), tol_for(be->name(), false));
+      }
   }
 }
 
@@ -153,7 +174,7 @@ void agreement_suite(const std::vector<Case>& cases,
     if (!setup(p, c.s, o, in, bes))
       continue;
     Outputs ref;
-    if (!run(*bes.front(), p, ref))
+    if (!run(*bes.front(), p, ref, true))
       continue;
     for (const auto& [name, data] : ref) // the oracle itself must stay finite
       if (size_t bad = count_non_finite(data)) {
@@ -161,14 +182,15 @@ void agreement_suite(const std::vector<Case>& cases,
                     describe(c.s, o, in).c_str(), name.c_str(), bad);
         ++g_failures;
       }
-    for (size_t i = 1; i < bes.size(); ++i) {
-      Outputs got;
-      if (!run(*bes[i], p, got))
-        continue;
-      for (const auto& [name, data] : got)
-        report(suite, bes[i]->name() + " " + describe(c.s, o, in), name,
-               compare(data, ref.at(name)), tol_for(bes[i]->name(), false));
-    }
+    for (size_t i = 1; i < bes.size(); ++i)
+      for (bool train : paths(*bes[i], c.s)) {
+        Outputs got;
+        if (!run(*bes[i], p, got, train))
+          continue;
+        for (const auto& [name, data] : got)
+          report(suite, path_name(*bes[i], train) + " " + describe(c.s, o, in), name,
+                 compare(data, ref.at(name)), tol_for(bes[i]->name(), false));
+      }
   }
 }
 
@@ -207,18 +229,19 @@ void fd_suite(const std::vector<std::unique_ptr<Backend>>& bes) {
       fd[i.grad].push_back((lp - lm) / (2 * eps));
     }
   }
-  for (const auto& be : bes) {
-    Outputs got;
-    if (!run(*be, p, got))
-      continue;
-    for (const Input& i : inputs) {
-      std::vector<double> sampled;
-      for (size_t j : idx[i.grad])
-        sampled.push_back(got[i.grad][j]);
-      report("fd", be->name() + " " + describe(s, o, in), i.grad, compare(sampled, fd[i.grad]),
-             tol_for(be->name(), true));
+  for (const auto& be : bes)
+    for (bool train : paths(*be, s)) {
+      Outputs got;
+      if (!run(*be, p, got, train))
+        continue;
+      for (const Input& i : inputs) {
+        std::vector<double> sampled;
+        for (size_t j : idx[i.grad])
+          sampled.push_back(got[i.grad][j]);
+        report("fd", path_name(*be, train) + " " + describe(s, o, in), i.grad,
+               compare(sampled, fd[i.grad]), tol_for(be->name(), true));
+      }
     }
-  }
 }
 
 void determinism_suite(const Shape& s, const std::vector<std::unique_ptr<Backend>>& bes) {
@@ -228,19 +251,20 @@ void determinism_suite(const Shape& s, const std::vector<std::unique_ptr<Backend
   in.initial_state = in.d_final_state = true;
   if (!setup(p, s, o, in, bes))
     return;
-  for (size_t i = 1; i < bes.size(); ++i) {
-    Outputs a, b;
-    if (!run(*bes[i], p, a) || !run(*bes[i], p, b))
-      continue;
-    for (const auto& [name, data] : a) {
-      const bool same = data.size() == b[name].size() &&
-                        std::memcmp(data.data(), b[name].data(), data.size() * 8) == 0;
-      g_failures += !same;
-      std::printf("%-11s %-44s %-6s %s\n", "determinism",
-                  (bes[i]->name() + " " + describe(s, o, in)).c_str(), name.c_str(),
-                  same ? "bit-identical ok" : "DIFFERS FAIL");
+  for (size_t i = 1; i < bes.size(); ++i)
+    for (bool train : paths(*bes[i], s)) {
+      Outputs a, b;
+      if (!run(*bes[i], p, a, train) || !run(*bes[i], p, b, train))
+        continue;
+      for (const auto& [name, data] : a) {
+        const bool same = data.size() == b[name].size() &&
+                          std::memcmp(data.data(), b[name].data(), data.size() * 8) == 0;
+        g_failures += !same;
+        std::printf("%-11s %-44s %-6s %s\n", "determinism",
+                    (path_name(*bes[i], train) + " " + describe(s, o, in)).c_str(), name.c_str(),
+                    same ? "bit-identical ok" : "DIFFERS FAIL");
+      }
     }
-  }
 }
 
 } // namespace
