@@ -3,7 +3,8 @@
 // (a 2 x 4 grid of 32 x 32 warp tiles over the 64 x 128 tiles). The math is chunked_bwd_intra.cu's;
 // the normalised q, k, their rstd and A = (I + L)^-1 come from fused_prep.cu's workspace instead
 // of being recomputed. Each tile of the next value head streams in (cp.async) as soon as its
-// buffer is dead; v reuses the do buffer, dw the v_new one, and A and dA swap buffers every head.
+// buffer is dead, and each head waits for its tiles in the order it uses them; v reuses the dSL
+// buffer, dw the v_new one, and A and dA swap buffers every head.
 //
 // Per value head, with S0 / dSL the state entering / gradient of the state leaving the chunk (from
 // the scans), nu / dnu = v_new and its gradient, D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl -
@@ -31,13 +32,13 @@ using chunked::Parts;
 using chunked::store_acc_bf16;
 using chunked::sum_parts;
 
-// 223.5 KB, one CTA per SM.
+// 224.5 KB, one CTA per SM.
 struct IntraSmem {
   bf16 q[kC * kLdD], k[kC * kLdD]; // normalised, shared by the group
-  bf16 dov[kC * kLdD];             // do, then v
-  bf16 nu[kC * kLdD];              // v_new, then dw
+  bf16 d_o[kC * kLdD];
+  bf16 nu[kC * kLdD]; // v_new, then dw
   bf16 dnu[kC * kLdD];
-  bf16 s0[kD * kLdD], dsl[kD * kLdD];
+  bf16 s0[kD * kLdD], dsl[kD * kLdD]; // dsl: dSL, then v in its first 64 rows
   bf16 ab[2][kC * kLdC]; // A and dA, swapping roles every head; after the loop dQKs and Psym
   union {
     bf16 t2[kC * kLdC]; // dA A^T, per head
@@ -47,8 +48,10 @@ struct IntraSmem {
   } r;
   float qkkk[kC * kLdF]; // raw Q K^T on and below the diagonal, K K^T above it
   float sums[kC * kLdF]; // sum over the heads: dQK on and below the diagonal, dP^T above it
-  float G[kC], gam[kC], el[kC], beta[kC], rq[kC], rk[kC];
-  // per-warp partial sums: dG, dbeta, the two row dots with k (cl, cw), <S0, dSL>
+  float G[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity
+  float rq[kC], rk[kC];
+  // per-warp partial sums: dG, dbeta, the two row dots with k (cl, cw), <S0, dSL>; the tail that
+  // reads them clears them for the next head
   Parts dG, dB, cl, cw;
   float s0dsl[kThreads / 32];
 };
@@ -78,14 +81,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     return (size_t(b * geo.Hv + hk * geo.group + rr) * geo.NT + n) * kD * kD;
   };
   auto issue_do = [&](int rr) {
-    load_tile_async<kC, kD, kThreads>(sm.dov, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
+    load_tile_async<kC, kD, kThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
   };
   auto issue_v = [&](int rr) {
-    load_tile_async<kC, kD, kThreads>(sm.dov, kLdD, in.v.at(b, t0, hk * geo.group + rr), in.v.st,
+    load_tile_async<kC, kD, kThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr), in.v.st,
                                       L);
   };
-  auto issue_nu = [&](int rr) { // v_new and dv_new
+  auto issue_nu = [&](int rr) {
     load_tile_async<kC, kD, kThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD, kC);
+  };
+  auto issue_dnu = [&](int rr) {
     load_tile_async<kC, kD, kThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD, kC);
   };
   auto issue_s0 = [&](int rr) {
@@ -106,14 +111,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       nbeta = tid < L ? bfv(*in.beta.at(b, t0 + tid, hk * geo.group + rr)) : 0.f;
     }
   };
+  // Commit groups, oldest first, as head rr waits for them: {do, S0}, {v_new, dSL}, {dv_new, A}.
   issue_do(0);
   issue_s0(0);
-  issue_dsl(0);
+  cp_async_commit();
   issue_nu(0);
+  issue_dsl(0);
+  cp_async_commit();
+  issue_dnu(0);
   issue_a(0);
   cp_async_commit();
   load_scalars(0);
-  cp_async_wait<1>();
+  cp_async_wait<3>();
   __syncthreads();
   { // raw Q K^T and K K^T, once per key head; the sums start at zero
     Acc<16, 32> a1, a2;
@@ -127,6 +136,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm.sums[i * kLdF + j] = 0.f;
     });
   }
+  if (tid < kC)
+    for (int w = 0; w < kThreads / 32; ++w)
+      sm.dG[w][tid] = sm.dB[w][tid] = sm.cl[w][tid] = sm.cw[w][tid] = 0.f;
 
   Acc<32, 32> dq, dk, X;
   dq.zero();
@@ -136,39 +148,40 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool next = rr + 1 < geo.group;
     const bf16* const A = sm.ab[rr & 1];
     bf16* const dA = sm.ab[(rr + 1) & 1];
-    __syncthreads(); // the previous head's tail is done with the per-head sums
+    float *const G = sm.G[rr & 1], *const gam = sm.gam[rr & 1], *const el = sm.el[rr & 1],
+                 *const beta = sm.beta[rr & 1];
     if (tid < kC) {
-      sm.G[tid] = nG;
-      sm.gam[tid] = __expf(nG);
-      sm.el[tid] = __expf(nGl - nG);
-      sm.beta[tid] = nbeta;
-      for (int w = 0; w < kThreads / 32; ++w)
-        sm.dG[w][tid] = sm.dB[w][tid] = sm.cl[w][tid] = sm.cw[w][tid] = 0.f;
+      G[tid] = nG;
+      gam[tid] = __expf(nG);
+      el[tid] = __expf(nGl - nG);
+      beta[tid] = nbeta;
     }
-    cp_async_wait<0>();
-    __syncthreads();
+    cp_async_wait<2>();
+    __syncthreads(); // do and S0 have landed; the previous head's tail has cleared the sums
 
     // dq += scale Gm .* (do S0^T); dG += row dots with q
     X.zero();
-    warp_mma<Lay::MK, Lay::NK, kD>(X, sm.dov, kLdD, sm.s0, kLdD, m0, n0);
-    X.each([&](int r, int, float& x) { x *= geo.scale * sm.gam[m0 + r]; });
+    warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
+    X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
     add_row_sums(X, m0, n0, sm.dG,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
     dq.add(X);
+    cp_async_wait<1>();
+    __syncthreads(); // v_new and dSL have landed
     // dk += El .* (nu dSL^T); the row dots with k go to cl (dG_i -= cl_i, dG_last += sum cl)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
-    X.each([&](int r, int, float& x) { x *= sm.el[m0 + r]; });
+    X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
     add_row_sums(X, m0, n0, sm.cl,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     dk.add(X);
     { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
       Acc<16, 32> a;
       a.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(a, sm.dov, kLdD, sm.nu, kLdD, mm, nn);
+      warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, mm, nn);
       a.each([&](int r, int c, float& x) {
         const int i = mm + r, j = nn + c;
-        const float dm = i >= j ? geo.scale * x * __expf(sm.G[i] - sm.G[j]) : 0.f;
+        const float dm = i >= j ? geo.scale * x * __expf(G[i] - G[j]) : 0.f;
         sm.sums[i * kLdF + j] += dm;
         x = dm * sm.qkkk[i * kLdF + j];
       });
@@ -189,11 +202,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       if ((tid & 31) == 0)
         sm.s0dsl[warp] = s;
     }
-    __syncthreads(); // do, v_new and dSL are dead: v streams in, and the next head's dSL
+    cp_async_wait<0>();
+    __syncthreads(); // dv_new and A have landed; do, v_new and dSL are dead
     issue_v(rr);
     cp_async_commit();
     if (next)
-      issue_dsl(rr + 1);
+      issue_do(rr + 1);
     cp_async_commit();
     // dw = -dnu S0^T, kept in the nu buffer
     X.zero();
@@ -203,10 +217,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     // dv = beta .* (A^T dnu)
     X.zero();
     warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.dnu, kLdD, m0, n0);
-    X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r]; });
+    X.each([&](int r, int, float& x) { x *= beta[m0 + r]; });
     store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
     cp_async_wait<1>();
-    __syncthreads(); // v has landed, dw is complete, S0 is dead: the next head's streams in
+    __syncthreads(); // v has landed, dw is complete, S0 is dead
     if (next)
       issue_s0(rr + 1);
     cp_async_commit();
@@ -216,13 +230,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       Acc<16, 32> a1, a2;
       a1.zero();
       a2.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dov, kLdD, mm, nn);
+      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, mm, nn);
       warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, mm, nn);
       add_col_sums(a1, mm, nn, sm.dB,
                    [&](int i, int j, float x) { return x * bfv(A[i * kLdC + j]); });
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = mm + r, j = nn + c;
-        const float da = i >= j ? sm.beta[j] * (x1 + sm.gam[j] * x2) : 0.f;
+        const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
         dA[i * kLdC + j] = __float2bfloat16(da);
       });
     }
@@ -231,12 +245,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.nu, kLdD, m0, n0);
     add_row_sums(X, m0, n0, sm.cw,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
-    X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r] * sm.gam[m0 + r]; });
+    X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
-    __syncthreads(); // v, dw and dv_new are dead: the next head's do, v_new, dv_new stream in
+    __syncthreads(); // v and dw are dead
     if (next) {
-      issue_do(rr + 1);
       issue_nu(rr + 1);
+      issue_dsl(rr + 1);
     }
     cp_async_commit();
     { // t2 = dA A^T
@@ -245,8 +259,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       warp_mma<Lay::MK, Lay::NK, kC>(z, dA, kLdC, A, kLdC, mm, nn);
       store_acc_bf16(z, sm.r.t2 + mm * kLdC + nn, kLdC);
     }
-    __syncthreads(); // dA is dead: the next head's A streams into its buffer
+    __syncthreads(); // dv_new and dA are dead
     if (next) {
+      issue_dnu(rr + 1);
       issue_a(rr + 1);
       load_scalars(rr + 1);
     }
@@ -257,18 +272,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, mm, nn);
       dl.each([&](int r, int c, float& x) {
         const int i = mm + r, j = nn + c;
-        const float d = i > j ? -x * __expf(sm.G[i] - sm.G[j]) : 0.f;
+        const float d = i > j ? -x * __expf(G[i] - G[j]) : 0.f;
         if (i > j)
-          sm.sums[j * kLdF + i] += d * sm.beta[i];
+          sm.sums[j * kLdF + i] += d * beta[i];
         x = d * sm.qkkk[j * kLdF + i];
       });
       add_row_sums(dl, mm, nn, sm.dB, [](int, int, float x) { return x; });
-      add_row_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return x * sm.beta[i]; });
-      add_col_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return -x * sm.beta[i]; });
+      add_row_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return x * beta[i]; });
+      add_col_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
 
-    if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta
+    if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta; clear the sums
       const int lane = tid;
       float d[2], cl[2], cw[2], cl_sum = 0.f;
 #pragma unroll
@@ -277,7 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         cl[e] = sum_parts(sm.cl, i);
         cw[e] = sum_parts(sm.cw, i);
         cl_sum += cl[e];
-        d[e] = sum_parts(sm.dG, i) - cl[e] + sm.beta[i] * sm.gam[i] * cw[e];
+        d[e] = sum_parts(sm.dG, i) - cl[e] + beta[i] * gam[i] * cw[e];
       }
       cl_sum = warp_sum(cl_sum);
       float s0dsl = 0.f;
@@ -287,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
         if (2 * lane + e == L - 1)
-          d[e] += cl_sum + sm.gam[kC - 1] * s0dsl;
+          d[e] += cl_sum + gam[kC - 1] * s0dsl;
       float x = d[0] + d[1];
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
@@ -301,8 +316,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int i = 2 * lane + e;
         if (i < L) {
           *dg_out.at(b, t0 + i, h) = dg[e];
-          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + sm.gam[i] * cw[e]);
+          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * cw[e]);
         }
+#pragma unroll
+        for (int w = 0; w < kThreads / 32; ++w)
+          sm.dG[w][i] = sm.dB[w][i] = sm.cl[w][i] = sm.cw[w][i] = 0.f;
       }
     }
   }
