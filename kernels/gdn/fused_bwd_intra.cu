@@ -2,8 +2,9 @@
 // key head) looping over the key head's value heads so dq and dk sum over the group in registers
 // (a 2 x 4 grid of 32 x 32 warp tiles over the 64 x 128 tiles). The math is chunked_bwd_intra.cu's;
 // the normalised q, k, their rstd and A = (I + L)^-1 come from fused_prep.cu's workspace instead
-// of being recomputed. Each value head's tiles stream in during the previous head: S0, dSL and do
-// once its state part is done, v, v_new and dv_new once its last product with them is.
+// of being recomputed. Each tile of the next value head streams in (cp.async) as soon as its
+// buffer is dead, and each head waits for its tiles in the order it uses them; v reuses the dSL
+// buffer, dw the v_new one, and A and dA swap buffers every head.
 //
 // Per value head, with S0 / dSL the state entering / gradient of the state leaving the chunk (from
 // the scans), nu / dnu = v_new and its gradient, D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl -
@@ -13,7 +14,12 @@
 //   dw  = -dnu S0^T,  dv = beta .* (A^T dnu)
 //   dA  = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)),  dL = strictLower(-A^T dA A^T)
 //   dP  = dL .* beta_i D
-// dbeta and dG collect the matching row / column sums; dg is the reverse in-chunk cumsum of dG.
+// dbeta and dG collect the matching row / column sums (the dbeta term of dv, rows of A^T dnu dotted
+// with v, as the column sums of A .* (dnu V^T)); dg is the reverse in-chunk cumsum of dG.
+// q and k are the group's, so Q K^T and K K^T (for the dG terms) are formed once per CTA, and the
+// products with them once after the loop: dq += dQKs k, dk += dQKs^T q + Psym k, with
+// dQKs = sum_h dQK and Psym = sum_h (dP + dP^T) summed in fp32 shared memory (both triangular:
+// one 64 x 64 tile holds dQKs on and below the diagonal and dP^T above it).
 // Finally dq, dk go through the l2 normalisation's backward: dx = rstd (dxn - xn (xn . dxn)).
 #include "fused.cuh"
 
@@ -26,24 +32,26 @@ using chunked::Parts;
 using chunked::store_acc_bf16;
 using chunked::sum_parts;
 
-// 223.5 KB, one CTA per SM.
+// 224.5 KB, one CTA per SM.
 struct IntraSmem {
   bf16 q[kC * kLdD], k[kC * kLdD]; // normalised, shared by the group
-  bf16 v[kC * kLdD], d_o[kC * kLdD];
+  bf16 d_o[kC * kLdD];
   bf16 nu[kC * kLdD]; // v_new, then dw
   bf16 dnu[kC * kLdD];
-  bf16 s0[kD * kLdD], dsl[kD * kLdD];
-  bf16 t1[kC * kLdC];  // dQK, then dA, then dP
-  bf16 ab[kC * kLdC];  // A
-  float pd[kC * kLdF]; // K K^T .* D, strictly lower
+  bf16 s0[kD * kLdD], dsl[kD * kLdD]; // dsl: dSL, then v in its first 64 rows
+  bf16 ab[2][kC * kLdC]; // A and dA, swapping roles every head; after the loop dQKs and Psym
   union {
     bf16 t2[kC * kLdC]; // dA A^T, per head
     struct {
       Parts dotq, dotk; // after the last head: the l2-backward row dots of dq and dk
     } l2;
   } r;
-  float G[kC], gam[kC], el[kC], beta[kC], rq[kC], rk[kC];
-  // per-warp partial sums: dG, dbeta, the two row dots with k (cl, cw), <S0, dSL>
+  float qkkk[kC * kLdF]; // raw Q K^T on and below the diagonal, K K^T above it
+  float sums[kC * kLdF]; // sum over the heads: dQK on and below the diagonal, dP^T above it
+  float G[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity
+  float rq[kC], rk[kC];
+  // per-warp partial sums: dG, dbeta, the two row dots with k (cl, cw), <S0, dSL>; the tail that
+  // reads them clears them for the next head
   Parts dG, dB, cl, cw;
   float s0dsl[kThreads / 32];
 };
@@ -67,74 +75,118 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm.rq[tid] = ws.rq[krow0 + tid];
     sm.rk[tid] = ws.rk[krow0 + tid];
   }
-  // The tiles of value head rr of the group, issued during head rr - 1: those of the state part
-  // (do, S0, dSL) and the others but A (v, v_new, dv_new).
-  auto issue_state_part = [&](int rr) {
-    const int h = hk * geo.group + rr, bh = b * geo.Hv + h;
-    const size_t st0 = (size_t(bh) * geo.NT + n) * kD * kD;
-    load_tile_async<kC, kD, kThreads>(sm.d_o, kLdD, d_o.at(b, t0, h), d_o.st, L);
-    load_tile_async<kD, kD, kThreads>(sm.s0, kLdD, ws.h + st0, kD, kD);
-    load_tile_async<kD, kD, kThreads>(sm.dsl, kLdD, ws.dh + st0, kD, kD);
+  // The tiles of value head rr of the group; each is issued as soon as its buffer is dead.
+  auto vrow_of = [&](int rr) { return vrow(geo, b * geo.Hv + hk * geo.group + rr, n); };
+  auto st_of = [&](int rr) {
+    return (size_t(b * geo.Hv + hk * geo.group + rr) * geo.NT + n) * kD * kD;
   };
-  auto issue_values = [&](int rr) {
-    const int h = hk * geo.group + rr;
-    const size_t row0 = vrow(geo, b * geo.Hv + h, n);
-    load_tile_async<kC, kD, kThreads>(sm.v, kLdD, in.v.at(b, t0, h), in.v.st, L);
-    load_tile_async<kC, kD, kThreads>(sm.nu, kLdD, ws.nu + row0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(sm.dnu, kLdD, ws.dnu + row0 * kD, kD, kC);
+  auto issue_do = [&](int rr) {
+    load_tile_async<kC, kD, kThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
   };
-  issue_state_part(0);
-  issue_values(0);
+  auto issue_v = [&](int rr) {
+    load_tile_async<kC, kD, kThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr), in.v.st,
+                                      L);
+  };
+  auto issue_nu = [&](int rr) {
+    load_tile_async<kC, kD, kThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD, kC);
+  };
+  auto issue_dnu = [&](int rr) {
+    load_tile_async<kC, kD, kThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD, kC);
+  };
+  auto issue_s0 = [&](int rr) {
+    load_tile_async<kD, kD, kThreads>(sm.s0, kLdD, ws.h + st_of(rr), kD, kD);
+  };
+  auto issue_dsl = [&](int rr) {
+    load_tile_async<kD, kD, kThreads>(sm.dsl, kLdD, ws.dh + st_of(rr), kD, kD);
+  };
+  auto issue_a = [&](int rr) {
+    load_tile_async<kC, kC, kThreads>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC, kC);
+  };
+  float nG = 0.f, nGl = 0.f, nbeta = 0.f; // the next head's G, Gl, beta of row tid, in flight
+  auto load_scalars = [&](int rr) {
+    if (tid < kC) {
+      const size_t row0 = vrow_of(rr);
+      nG = ws.G[row0 + tid];
+      nGl = ws.G[row0 + kC - 1];
+      nbeta = tid < L ? bfv(*in.beta.at(b, t0 + tid, hk * geo.group + rr)) : 0.f;
+    }
+  };
+  // Commit groups, oldest first, as head rr waits for them: {do, S0}, {v_new, dSL}, {dv_new, A}.
+  issue_do(0);
+  issue_s0(0);
+  cp_async_commit();
+  issue_nu(0);
+  issue_dsl(0);
+  cp_async_commit();
+  issue_dnu(0);
+  issue_a(0);
+  cp_async_commit();
+  load_scalars(0);
+  cp_async_wait<3>();
+  __syncthreads();
+  { // raw Q K^T and K K^T, once per key head; the sums start at zero
+    Acc<16, 32> a1, a2;
+    a1.zero();
+    a2.zero();
+    warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.q, kLdD, sm.k, kLdD, mm, nn);
+    warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.k, kLdD, sm.k, kLdD, mm, nn);
+    a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
+      const int i = mm + r, j = nn + c;
+      sm.qkkk[i * kLdF + j] = i >= j ? x1 : x2;
+      sm.sums[i * kLdF + j] = 0.f;
+    });
+  }
+  if (tid < kC)
+    for (int w = 0; w < kThreads / 32; ++w)
+      sm.dG[w][tid] = sm.dB[w][tid] = sm.cl[w][tid] = sm.cw[w][tid] = 0.f;
 
   Acc<32, 32> dq, dk, X;
   dq.zero();
   dk.zero();
   for (int rr = 0; rr < geo.group; ++rr) {
-    const int h = hk * geo.group + rr, bh = b * geo.Hv + h;
-    const size_t row0 = vrow(geo, bh, n);
-    __syncthreads(); // the previous head is done with A and the per-head sums
-    load_tile_async<kC, kC, kThreads>(sm.ab, kLdC, ws.a + row0 * kC, kC, kC);
-    cp_async_commit();
+    const int h = hk * geo.group + rr;
+    const bool next = rr + 1 < geo.group;
+    const bf16* const A = sm.ab[rr & 1];
+    bf16* const dA = sm.ab[(rr + 1) & 1];
+    float *const G = sm.G[rr & 1], *const gam = sm.gam[rr & 1], *const el = sm.el[rr & 1],
+                 *const beta = sm.beta[rr & 1];
     if (tid < kC) {
-      const float G = ws.G[row0 + tid], Gl = ws.G[row0 + kC - 1];
-      sm.G[tid] = G;
-      sm.gam[tid] = __expf(G);
-      sm.el[tid] = __expf(Gl - G);
-      sm.beta[tid] = tid < L ? bfv(*in.beta.at(b, t0 + tid, h)) : 0.f;
-      for (int w = 0; w < kThreads / 32; ++w)
-        sm.dG[w][tid] = sm.dB[w][tid] = sm.cl[w][tid] = sm.cw[w][tid] = 0.f;
+      G[tid] = nG;
+      gam[tid] = __expf(nG);
+      el[tid] = __expf(nGl - nG);
+      beta[tid] = nbeta;
     }
-    cp_async_wait<0>();
-    __syncthreads();
+    cp_async_wait<2>();
+    __syncthreads(); // do and S0 have landed; the previous head's tail has cleared the sums
 
     // dq += scale Gm .* (do S0^T); dG += row dots with q
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
-    X.each([&](int r, int, float& x) { x *= geo.scale * sm.gam[m0 + r]; });
+    X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
     add_row_sums(X, m0, n0, sm.dG,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
     dq.add(X);
+    cp_async_wait<1>();
+    __syncthreads(); // v_new and dSL have landed
     // dk += El .* (nu dSL^T); the row dots with k go to cl (dG_i -= cl_i, dG_last += sum cl)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
-    X.each([&](int r, int, float& x) { x *= sm.el[m0 + r]; });
+    X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
     add_row_sums(X, m0, n0, sm.cl,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     dk.add(X);
-    { // dQK and the dG terms of M = lowerIncl(q k^T .* D)
-      Acc<16, 32> a1, a2;
-      a1.zero();
-      a2.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.d_o, kLdD, sm.nu, kLdD, mm, nn);
-      warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.q, kLdD, sm.k, kLdD, mm, nn);
-      a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
+    { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
+      Acc<16, 32> a;
+      a.zero();
+      warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, mm, nn);
+      a.each([&](int r, int c, float& x) {
         const int i = mm + r, j = nn + c;
-        const float d = i >= j ? __expf(sm.G[i] - sm.G[j]) : 0.f, dm = geo.scale * x1;
-        sm.t1[i * kLdC + j] = __float2bfloat16(dm * d);
-        x1 = dm * x2 * d;
+        const float dm = i >= j ? geo.scale * x * __expf(G[i] - G[j]) : 0.f;
+        sm.sums[i * kLdF + j] += dm;
+        x = dm * sm.qkkk[i * kLdF + j];
       });
-      add_row_sums(a1, mm, nn, sm.dG, [](int, int, float x) { return x; });
-      add_col_sums(a1, mm, nn, sm.dG, [](int, int, float x) { return -x; });
+      add_row_sums(a, mm, nn, sm.dG, [](int, int, float x) { return x; });
+      add_col_sums(a, mm, nn, sm.dG, [](int, int, float x) { return -x; });
     }
     { // <S0, dSL> for dG_last
       float s = 0.f;
@@ -150,89 +202,88 @@ __global__ void __launch_bounds__(kThreads, 1)
       if ((tid & 31) == 0)
         sm.s0dsl[warp] = s;
     }
-    __syncthreads();
+    cp_async_wait<0>();
+    __syncthreads(); // dv_new and A have landed; do, v_new and dSL are dead
+    issue_v(rr);
+    cp_async_commit();
+    if (next)
+      issue_do(rr + 1);
+    cp_async_commit();
     // dw = -dnu S0^T, kept in the nu buffer
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.dnu, kLdD, sm.s0, kLdD, m0, n0);
     X.each([](int, int, float& x) { x = -x; });
     store_acc_bf16(X, sm.nu + m0 * kLdD + n0, kLdD);
-    // dq += dQK k, dk += dQK^T q
-    warp_mma<Lay::MK, Lay::KN, kC>(dq, sm.t1, kLdC, sm.k, kLdD, m0, n0);
-    warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.t1, kLdC, sm.q, kLdD, m0, n0);
-    __syncthreads(); // do, S0 and dSL are dead from here on: the next head's stream in
-    if (rr + 1 < geo.group)
-      issue_state_part(rr + 1);
+    // dv = beta .* (A^T dnu)
+    X.zero();
+    warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.dnu, kLdD, m0, n0);
+    X.each([&](int r, int, float& x) { x *= beta[m0 + r]; });
+    store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
+    cp_async_wait<1>();
+    __syncthreads(); // v has landed, dw is complete, S0 is dead
+    if (next)
+      issue_s0(rr + 1);
     cp_async_commit();
 
-    { // P .* D, strictly lower, for the dG terms of dL
-      Acc<16, 32> p;
-      p.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(p, sm.k, kLdD, sm.k, kLdD, mm, nn);
-      p.each([&](int r, int c, float& x) {
-        const int i = mm + r, j = nn + c;
-        sm.pd[i * kLdF + j] = i > j ? x * __expf(sm.G[i] - sm.G[j]) : 0.f;
-      });
-    }
-    __syncthreads();
-
-    { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm))
+    { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)); dbeta += column sums of
+      // A .* (dnu V^T), the row dots of A^T dnu with v
       Acc<16, 32> a1, a2;
       a1.zero();
       a2.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.v, kLdD, mm, nn);
+      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, mm, nn);
       warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, mm, nn);
+      add_col_sums(a1, mm, nn, sm.dB,
+                   [&](int i, int j, float x) { return x * bfv(A[i * kLdC + j]); });
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = mm + r, j = nn + c;
-        const float da = i >= j ? sm.beta[j] * (x1 + sm.gam[j] * x2) : 0.f;
-        sm.t1[i * kLdC + j] = __float2bfloat16(da);
+        const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
+        dA[i * kLdC + j] = __float2bfloat16(da);
       });
     }
-    // dv = beta .* (A^T dnu); dbeta += row dots with v
-    X.zero();
-    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.ab, kLdC, sm.dnu, kLdD, m0, n0);
-    add_row_sums(X, m0, n0, sm.dB,
-                 [&](int i, int j, float x) { return x * bfv(sm.v[i * kLdD + j]); });
-    X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r]; });
-    store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
-    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.ab, kLdC, sm.nu, kLdD, m0, n0);
+    warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.nu, kLdD, m0, n0);
     add_row_sums(X, m0, n0, sm.cw,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
-    X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r] * sm.gam[m0 + r]; });
+    X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
-    __syncthreads(); // v, v_new (dw) and dv_new are dead from here on: the next head's stream in
-    if (rr + 1 < geo.group)
-      issue_values(rr + 1);
+    __syncthreads(); // v and dw are dead
+    if (next) {
+      issue_nu(rr + 1);
+      issue_dsl(rr + 1);
+    }
     cp_async_commit();
     { // t2 = dA A^T
       Acc<16, 32> z;
       z.zero();
-      warp_mma<Lay::MK, Lay::NK, kC>(z, sm.t1, kLdC, sm.ab, kLdC, mm, nn);
+      warp_mma<Lay::MK, Lay::NK, kC>(z, dA, kLdC, A, kLdC, mm, nn);
       store_acc_bf16(z, sm.r.t2 + mm * kLdC + nn, kLdC);
     }
-    __syncthreads();
-    { // dL = -A^T t2 (strictly lower) -> dbeta, dG, and dP = dL .* beta_i D into t1
+    __syncthreads(); // dv_new and dA are dead
+    if (next) {
+      issue_dnu(rr + 1);
+      issue_a(rr + 1);
+      load_scalars(rr + 1);
+    }
+    cp_async_commit();
+    { // dL = -A^T t2 (strictly lower) -> dbeta, dG, and dP = dL .* beta_i D into the sums
       Acc<16, 32> dl;
       dl.zero();
-      warp_mma<Lay::KM, Lay::KN, kC>(dl, sm.ab, kLdC, sm.r.t2, kLdC, mm, nn);
+      warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, mm, nn);
       dl.each([&](int r, int c, float& x) {
         const int i = mm + r, j = nn + c;
-        const float d = -x;
-        sm.t1[i * kLdC + j] =
-            __float2bfloat16(i > j ? d * sm.beta[i] * __expf(sm.G[i] - sm.G[j]) : 0.f);
-        x = i > j ? d * sm.pd[i * kLdF + j] : 0.f;
+        const float d = i > j ? -x * __expf(G[i] - G[j]) : 0.f;
+        if (i > j)
+          sm.sums[j * kLdF + i] += d * beta[i];
+        x = d * sm.qkkk[j * kLdF + i];
       });
       add_row_sums(dl, mm, nn, sm.dB, [](int, int, float x) { return x; });
-      add_row_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return x * sm.beta[i]; });
-      add_col_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return -x * sm.beta[i]; });
+      add_row_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return x * beta[i]; });
+      add_col_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
-    // dk += (dP + dP^T) k
-    warp_mma<Lay::MK, Lay::KN, kC>(dk, sm.t1, kLdC, sm.k, kLdD, m0, n0);
-    warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.t1, kLdC, sm.k, kLdD, m0, n0);
 
-    if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta
+    if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta; clear the sums
       const int lane = tid;
       float d[2], cl[2], cw[2], cl_sum = 0.f;
 #pragma unroll
@@ -241,7 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         cl[e] = sum_parts(sm.cl, i);
         cw[e] = sum_parts(sm.cw, i);
         cl_sum += cl[e];
-        d[e] = sum_parts(sm.dG, i) - cl[e] + sm.beta[i] * sm.gam[i] * cw[e];
+        d[e] = sum_parts(sm.dG, i) - cl[e] + beta[i] * gam[i] * cw[e];
       }
       cl_sum = warp_sum(cl_sum);
       float s0dsl = 0.f;
@@ -251,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
         if (2 * lane + e == L - 1)
-          d[e] += cl_sum + sm.gam[kC - 1] * s0dsl;
+          d[e] += cl_sum + gam[kC - 1] * s0dsl;
       float x = d[0] + d[1];
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
@@ -265,18 +316,30 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int i = 2 * lane + e;
         if (i < L) {
           *dg_out.at(b, t0 + i, h) = dg[e];
-          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + sm.gam[i] * cw[e]);
+          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * cw[e]);
         }
+#pragma unroll
+        for (int w = 0; w < kThreads / 32; ++w)
+          sm.dG[w][i] = sm.dB[w][i] = sm.cl[w][i] = sm.cw[w][i] = 0.f;
       }
     }
   }
 
-  if (geo.l2) {      // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
-    __syncthreads(); // the last head is done with t2
-    if (tid < kC)
-      for (int w = 0; w < kThreads / 32; ++w)
-        sm.r.l2.dotq[w][tid] = sm.r.l2.dotk[w][tid] = 0.f;
-    __syncthreads();
+  // dq += dQKs k, dk += dQKs^T q + Psym k with dQKs = sum dQK and Psym = sum (dP + dP^T)
+  for (int e = tid; e < kC * kC; e += kThreads) {
+    const int i = e / kC, j = e % kC;
+    const float c = sm.sums[i * kLdF + j];
+    sm.ab[0][i * kLdC + j] = __float2bfloat16(i >= j ? c : 0.f);
+    sm.ab[1][i * kLdC + j] = __float2bfloat16(i < j ? c : i > j ? sm.sums[j * kLdF + i] : 0.f);
+  }
+  if (tid < kC)
+    for (int w = 0; w < kThreads / 32; ++w)
+      sm.r.l2.dotq[w][tid] = sm.r.l2.dotk[w][tid] = 0.f;
+  __syncthreads();
+  warp_mma<Lay::MK, Lay::KN, kC>(dq, sm.ab[0], kLdC, sm.k, kLdD, m0, n0);
+  warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.ab[0], kLdC, sm.q, kLdD, m0, n0);
+  warp_mma<Lay::MK, Lay::KN, kC>(dk, sm.ab[1], kLdC, sm.k, kLdD, m0, n0);
+  if (geo.l2) { // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
     add_row_sums(dq, m0, n0, sm.r.l2.dotq,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
     add_row_sums(dk, m0, n0, sm.r.l2.dotk,
