@@ -112,11 +112,13 @@ __device__ __forceinline__ size_t krow(const Geo& g, int bh, int n) {
 }
 
 // Copies a ROWS x COLS bf16 tile from shared memory (row stride ld_src) to global memory (row
-// stride ld_dst) in 16-byte pieces; COLS a multiple of 8.
-template <int ROWS, int COLS>
-__device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16* src, int ld_src) {
+// stride ld_dst) in 16-byte pieces; COLS a multiple of 8. THREADS threads share the copy, `t` the
+// caller's index among them.
+template <int ROWS, int COLS, int THREADS = kThreads>
+__device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16* src, int ld_src,
+                                           int t = threadIdx.x) {
   constexpr int kVec = COLS / 8;
-  for (int i = threadIdx.x; i < ROWS * kVec; i += kThreads) {
+  for (int i = t; i < ROWS * kVec; i += THREADS) {
     const int r = i / kVec, c = (i % kVec) * 8;
     *reinterpret_cast<uint4*>(dst + r * ld_dst + c) =
         *reinterpret_cast<const uint4*>(src + r * ld_src + c);

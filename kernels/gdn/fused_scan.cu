@@ -13,7 +13,8 @@
 //   phase B  warps 0-3: v_new = u - w S (64 x BV/4 at columns BV/4 w), stored as is and as
 //            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
 //   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
-//   (training forward: then h_n and v_new to the saved context, from their shared-memory copies)
+//   (training forward: meanwhile warps 0-3 copy h_n and v_new to the saved context from their
+//   shared-memory copies)
 // save_scan: phases A and C, and phase B for v_new only (a 2 x 4 grid of 32 x BV/4 warp tiles);
 //   writes h_n (bf16) after phase A and v_new after phase B.
 // bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
@@ -148,9 +149,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, 0, pc);
       store_acc_bf16(X, o.at(b, n * kC, h) + v0 + pc, o.st, geo.valid(n));
     }
-    if constexpr (kSave) { // sm.s and sm.nu are next written after the next chunk's first barrier
-      store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv);
-      store_tile<kC, BV>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv);
+    if (kSave && warp < 4) { // beside warps 4-7's output; sm.s and sm.nu are next written after
+                             // the next chunk's first barrier
+      store_tile<kD, BV, kThreads / 2>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s,
+                                       ldv, tid);
+      store_tile<kC, BV, kThreads / 2>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv, tid);
     }
   }
   save_state<BV>(S, offset(ht, state0));
