@@ -1,6 +1,7 @@
 // gdn-bench (see gdn_bench.h and docs/gdn-bench.md): argument parsing, the correctness check of
 // each backend against `reference`, event timing with the L2 flushed, and the table / JSON output.
 #include "common.cuh"
+#include "conv_bench.h"
 #include "fla_json.h"
 #include "gdn_bench.h"
 #include "harness.h"
@@ -61,6 +62,8 @@ dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
   --compare-fla            print FLA's times beside ours, as ratios (needs --fla-json)
   --fla-json FILE          results.json of shared/tools/gdn_fla_bench.py (--out DIR) from the same
                            GPU, ideally the same run; FLA's CUDA-graph medians are compared
+  --op gdn|conv            what to bench: the GDN backends (default) or the short convolution
+                           (`--op conv --help` lists its options)
   --help                   this text
 Default shapes: qwen35_35b (4,4096,16,32,128) and qwen35_397b (1,4096,16,64,128).
 Exit codes: 0 ok, 2 bad arguments or a failed check, 77 no CUDA device.
@@ -254,6 +257,18 @@ std::string json_escape(const std::string& s) {
 
 int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& resolver,
                std::ostream& out, std::ostream& err) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i] == "--op") { // --op conv hands the other arguments to conv_bench_main
+      if (i + 1 >= args.size() || (args[i + 1] != "gdn" && args[i + 1] != "conv")) {
+        err << "gdn-bench: --op must be gdn or conv\n";
+        return 2;
+      }
+      std::vector<std::string> rest(args.begin(), args.begin() + i);
+      rest.insert(rest.end(), args.begin() + i + 2, args.end());
+      if (args[i + 1] == "conv")
+        return conv::conv_bench_main(rest, out, err);
+      return bench_main(rest, resolver, out, err);
+    }
   Config cfg;
   bool help = false;
   if (std::string e = parse(args, resolver, cfg, help); !e.empty()) {
