@@ -6,14 +6,19 @@
 #
 #   gpu_suite.sh BIN_DIR OUT_DIR [WHEEL_DIR FLA_BENCH_PY]
 #
-# BIN_DIR holds gdn-bench and gdn-gpu-tests. GDN_NCU_DETAIL=1 adds ncu's throughput, stall and
+# BIN_DIR holds gdn-bench, gdn-gpu-tests and conv-gpu-tests. The conv baseline links cuDNN 9: the
+# GPU image has none of its own, so the suite puts the nvidia/cudnn/lib folder of its PyTorch on
+# LD_LIBRARY_PATH. GDN_NCU_DETAIL=1 adds ncu's throughput, stall and
 # occupancy sections for one run of each fused kernel at the 35B shape. Logs go to OUT_DIR (at
-# most 8 files: log, gpu_tests, sanitizers, bench.txt/json, fla.txt, fla/results.json, ncu_detail).
+# most 8 files: log, gpu_tests, conv_tests, sanitizers, bench.txt/json, fla.txt, fla/results.json;
+# GDN_NCU_DETAIL=1 adds ncu_detail, a ninth, so delete one before $OUT goes back).
 set -u
 BIN=$1 OUT=$2 WHL=${3:-} FLA=${4:-}
 export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"
 L=$OUT/log.txt
+NV=$(python3 -c "import nvidia.cudnn as m, os; print(os.path.dirname(list(m.__path__)[0]))" 2>/dev/null)
+[ -n "$NV" ] && [ -d "$NV/cudnn/lib" ] && export LD_LIBRARY_PATH=$NV/cudnn/lib:${LD_LIBRARY_PATH:-}
 SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
 ( # a subshell, so that a failed correctness suite can end it early
   date -u
@@ -28,6 +33,12 @@ SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
     echo "correctness suite failed; stopping"
     exit 1
   fi
+  echo "== conv-gpu-tests (cuDNN from ${NV:-nowhere})"
+  timeout 120 "$BIN/conv-gpu-tests" >"$OUT/conv_tests.txt" 2>&1
+  crc=$?
+  echo "rc=$crc"
+  grep -E "FAIL|PASSED|FAILED|ERROR" "$OUT/conv_tests.txt" | head -20
+  [ $crc != 0 ] && { echo "conv correctness suite failed; stopping"; exit 1; }
   echo "== compute-sanitizer (small shapes)"
   for tool in memcheck racecheck synccheck initcheck; do
     timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-bench" --check \
@@ -78,5 +89,8 @@ fi
     >"$OUT/bench.txt" 2>/dev/null
   echo "rc=$?"
   cat "$OUT/bench.txt"
+  echo "== gdn-bench --op conv"
+  timeout 120 "$BIN/gdn-bench" --op conv 2>/dev/null
+  echo "rc=$?"
 } >>"$L" 2>&1
 cat "$L"
