@@ -1,11 +1,15 @@
 // Fused GDN, the parallel stage: everything of one 64-token chunk that does not depend on the
-// chunk state, one CTA per (chunk, value head), three CTAs per SM.
+// chunk state, one CTA per (chunk, key head) looping over the group's value heads, two CTAs per SM.
 //
-//   q, k <- l2norm(q), l2norm(k)    (the key head's first value head writes qn, kn; context: rq,
-//   rk) G    = cumsum(g)                 (in chunk; pad rows repeat the last real G) Ms   = scale
-//   lowerIncl(Q K^T .* D),  D_ij = exp(G_i - G_j) L    = strictLower(diag(beta) (K K^T .* D)) A =
-//   (I + L)^-1                (fp32, chunked::invert_unit_lower; context: stored in bf16) u    = A
-//   diag(beta) V,  w = A diag(beta exp(G)) K
+// Once per key head, for all of its value heads (G per value head):
+//   q, k <- l2norm(q), l2norm(k)    (written as qn, kn; context: rq, rk)
+//   G    = cumsum(g)                 (in chunk; pad rows repeat the last real G)
+//   Q K^T, K K^T                    (fp32 in registers; K K^T kept across the value heads)
+//   Ms   = scale lowerIncl(Q K^T .* D),  D_ij = exp(G_i - G_j)
+// Per value head (its V streamed in with cp.async while the previous head computes):
+//   L    = strictLower(diag(beta) (K K^T .* D))
+//   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; context: stored in bf16)
+//   u    = A diag(beta) V,  w = A diag(beta exp(G)) K
 // Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared
 // memory; K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on a 2 x 4 grid of
 // 32 x 32.
@@ -19,11 +23,13 @@ using chunked::normalize_rows;
 using chunked::store_acc_bf16;
 using chunked::warp_cumsum64;
 
-// 74.5 KB, three CTAs per SM: Q is dead once Q K^T and qn are out, so its buffer holds the fp32
-// inverse and then w; the solve's scratch and the bf16 copies of A never live at the same time.
+// 89.5 KB and 512 bytes per value head (G, beta), two CTAs per SM: Q is dead once the raw
+// products and qn are out, so its buffer holds each head's fp32 inverse and then w; the solve's
+// scratch and the bf16 copies of A never live at the same time. V has two stages: the next head's
+// arrives during the current one.
 struct PrepSmem {
   bf16 k[kC * kLdD];
-  bf16 v[kC * kLdD];
+  bf16 v[2][kC * kLdD];
   union {
     bf16 q[kC * kLdD];
     float ainv[kC * kLdF];
@@ -38,109 +44,132 @@ struct PrepSmem {
       bf16 gamma[kC * kLdC]; // A diag(beta exp(G))
     } a;
   } r;
-  float g[kC], G[kC], beta[kC], rq[kC], rk[kC];
+  float rq[kC], rk[kC];
+  // then G[group][kC], beta[group][kC]
 };
 static_assert(sizeof(bf16[kC * kLdD]) == sizeof(float[kC * kLdF]), "Q and A^-1 share a buffer");
 
-// No minimum-blocks hint: with one, ptxas caps at 80 registers and spills; without, it takes 76-80
-// and three CTAs still fit an SM's registers.
+size_t prep_smem(int group) {
+  return sizeof(PrepSmem) + 2 * sizeof(float[kC]) * group;
+}
+
 template <bool kContext> // also write A and the rstd of q, k (training forward, backward)
-__global__ void __launch_bounds__(kThreads) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
+__global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
   extern __shared__ __align__(16) char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
-  const int n = blockIdx.x, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
-  const int hk = h / geo.group, t0 = n * kC, L = geo.valid(n);
+  const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
+  const int h0 = hk * geo.group, t0 = n * kC, L = geo.valid(n);
   const int tid = threadIdx.x, warp = tid / 32;
-  const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-  const bool leader = h % geo.group == 0; // writes the key head's normalised q, k
+  const size_t krow0 = krow(geo, b * geo.Hv + h0, n);
 
   load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
   load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, in.q.at(b, t0, hk), in.q.st, L);
-  load_tile_async<kC, kD, kThreads>(sm.v, kLdD, in.v.at(b, t0, h), in.v.st, L);
+  load_tile_async<kC, kD, kThreads>(sm.v[0], kLdD, in.v.at(b, t0, h0), in.v.st, L);
   cp_async_commit();
-  if (tid < kC) {
-    const bool ok = tid < L;
-    sm.g[tid] = ok ? *in.g.at(b, t0 + tid, h) : 0.f;
-    sm.beta[tid] = ok ? __bfloat162float(*in.beta.at(b, t0 + tid, h)) : 0.f;
-    sm.rq[tid] = sm.rk[tid] = 1.f;
+  float* const Gs = reinterpret_cast<float*>(smem_raw + sizeof(PrepSmem)); // G of head h0 + j
+  float* const betas = Gs + geo.group * kC; // at Gs + j kC, beta at betas + j kC
+  for (int e = tid; e < geo.group * kC; e += kThreads) {
+    const int hv = e / kC, i = e % kC;
+    const bool ok = i < L;
+    Gs[e] = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f; // g until the cumsum
+    betas[e] = ok ? __bfloat162float(*in.beta.at(b, t0 + i, h0 + hv)) : 0.f;
   }
+  if (tid < kC)
+    sm.rq[tid] = sm.rk[tid] = 1.f;
   cp_async_wait<0>();
   __syncthreads();
-  if (warp == 0)
-    warp_cumsum64(sm.g, sm.G);
+  for (int hv = warp; hv < geo.group; hv += kThreads / 32)
+    warp_cumsum64(Gs + hv * kC, Gs + hv * kC); // in place: each lane reads its pair first
   if (geo.l2) {
     normalize_rows(sm.k, kLdD, L, sm.rk);
     normalize_rows(sm.qa.q, kLdD, L, sm.rq);
   }
   __syncthreads();
 
-  { // Q K^T -> Ms (bf16, straight to the workspace), then K K^T -> L (fp32, smem); one
-    // accumulator at a time keeps three CTAs' registers free of spills
-    const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4);
-    Acc<16, 32> x;
-    x.zero();
-    warp_mma<Lay::MK, Lay::NK, kD>(x, sm.qa.q, kLdD, sm.k, kLdD, m0, n0);
+  // The raw products, once per key head; each value head applies its own mask. Ms of every value
+  // head leaves now, so that only K K^T stays in registers.
+  const int pm0 = 16 * (warp % 4), pn0 = 32 * (warp / 4);
+  Acc<16, 32> qk, kk;
+  qk.zero();
+  kk.zero();
+  warp_mma<Lay::MK, Lay::NK, kD>(qk, sm.qa.q, kLdD, sm.k, kLdD, pm0, pn0);
+  warp_mma<Lay::MK, Lay::NK, kD>(kk, sm.k, kLdD, sm.k, kLdD, pm0, pn0);
+  for (int hv = 0; hv < geo.group; ++hv) {
+    const float* G = Gs + hv * kC;
+    Acc<16, 32> x = qk;
     x.each([&](int r, int c, float& y) {
-      const int i = m0 + r, j = n0 + c;
-      y = i >= j ? y * geo.scale * __expf(sm.G[i] - sm.G[j]) : 0.f;
+      const int i = pm0 + r, j = pn0 + c;
+      y = i >= j ? y * geo.scale * __expf(G[i] - G[j]) : 0.f;
     });
-    store_acc_bf16(x, ws.ms + (row0 + m0) * kC + n0, kC);
-    x.zero();
-    warp_mma<Lay::MK, Lay::NK, kD>(x, sm.k, kLdD, sm.k, kLdD, m0, n0);
-    x.each([&](int r, int c, float& y) {
-      const int i = m0 + r, j = n0 + c;
-      sm.r.solve.lf[i * kLdF + j] = i > j ? y * __expf(sm.G[i] - sm.G[j]) : 0.f;
-    });
+    store_acc_bf16(x, ws.ms + (vrow(geo, b * geo.Hv + h0 + hv, n) + pm0) * kC + pn0, kC);
   }
-  if (leader) {
-    store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
-    store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
-    if (kContext && tid < kC) {
-      ws.rq[krow0 + tid] = sm.rq[tid];
-      ws.rk[krow0 + tid] = sm.rk[tid];
-    }
+  store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
+  store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
+  if (kContext && tid < kC) {
+    ws.rq[krow0 + tid] = sm.rq[tid];
+    ws.rk[krow0 + tid] = sm.rk[tid];
   }
   __syncthreads(); // Q is dead: its buffer takes A^-1
-  for (int i = tid; i < kC * kLdF; i += kThreads)
-    sm.qa.ainv[i] = 0.f;
-  invert_unit_lower(sm.r.solve.lf, sm.beta, sm.qa.ainv, sm.r.solve.tmp);
-  bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
-  for (int e = tid; e < kC * kC; e += kThreads) {
-    const int i = e / kC, j = e % kC;
-    const float a = sm.qa.ainv[i * kLdF + j], ab = a * sm.beta[j];
-    sm.r.a.beta[i * kLdC + j] = __float2bfloat16(ab);
-    sm.r.a.gamma[i * kLdC + j] = __float2bfloat16(ab * __expf(sm.G[j]));
-    if constexpr (kContext)
-      a_out[e] = __float2bfloat16(a);
-  }
-  __syncthreads();
 
-  // u = A_beta V and w = A_gamma K on a 2 x 4 grid of 32 x 32 warp tiles, staged in V's and A^-1's
-  // buffers so that they leave in coalesced 16-byte pieces.
-  const int m0 = 32 * (warp % 2), n0 = 32 * (warp / 2);
-  Acc<32, 32> acc;
-  acc.zero();
-  warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.beta, kLdC, sm.v, kLdD, m0, n0);
-  __syncthreads(); // every warp is done with V
-  store_acc_bf16(acc, sm.v + m0 * kLdD + n0, kLdD);
-  acc.zero();
-  warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.gamma, kLdC, sm.k, kLdD, m0, n0);
-  store_acc_bf16(acc, sm.qa.q + m0 * kLdD + n0, kLdD);
-  __syncthreads();
-  store_tile<kC, kD>(ws.u + row0 * kD, kD, sm.v, kLdD);
-  store_tile<kC, kD>(ws.w + row0 * kD, kD, sm.qa.q, kLdD);
-  if (tid < kC)
-    ws.G[row0 + tid] = sm.G[tid];
+  const int um0 = 32 * (warp % 2), un0 = 32 * (warp / 2);
+  for (int hv = 0; hv < geo.group; ++hv) {
+    const int h = h0 + hv, s = hv % 2;
+    const bool more = hv + 1 < geo.group;
+    const size_t row0 = vrow(geo, b * geo.Hv + h, n);
+    if (more)
+      load_tile_async<kC, kD, kThreads>(sm.v[s ^ 1], kLdD, in.v.at(b, t0, h + 1), in.v.st, L);
+    cp_async_commit();
+    const float *G = Gs + hv * kC, *beta = betas + hv * kC;
+    kk.each([&](int r, int c, float y) {
+      const int i = pm0 + r, j = pn0 + c;
+      sm.r.solve.lf[i * kLdF + j] = i > j ? y * __expf(G[i] - G[j]) : 0.f;
+    });
+    for (int i = tid; i < kC * kLdF / 4; i += kThreads)
+      reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    invert_unit_lower(sm.r.solve.lf, beta, sm.qa.ainv, sm.r.solve.tmp);
+    bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
+    for (int e = tid; e < kC * kC / 2; e += kThreads) { // column pairs
+      const int i = e / (kC / 2), j = 2 * (e % (kC / 2));
+      const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
+      const float ab0 = a.x * beta[j], ab1 = a.y * beta[j + 1];
+      *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
+          __floats2bfloat162_rn(ab0, ab1);
+      *reinterpret_cast<__nv_bfloat162*>(sm.r.a.gamma + i * kLdC + j) =
+          __floats2bfloat162_rn(ab0 * __expf(G[j]), ab1 * __expf(G[j + 1]));
+      if constexpr (kContext)
+        *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
+    }
+    cp_async_wait<1>(); // this head's V
+    __syncthreads();
+
+    // u = A_beta V and w = A_gamma K on a 2 x 4 grid of 32 x 32 warp tiles, staged in V's and
+    // A^-1's buffers so that they leave in coalesced 16-byte pieces.
+    Acc<32, 32> acc;
+    acc.zero();
+    warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.beta, kLdC, sm.v[s], kLdD, um0, un0);
+    __syncthreads(); // every warp is done with V
+    store_acc_bf16(acc, sm.v[s] + um0 * kLdD + un0, kLdD);
+    acc.zero();
+    warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.gamma, kLdC, sm.k, kLdD, um0, un0);
+    store_acc_bf16(acc, sm.qa.q + um0 * kLdD + un0, kLdD);
+    __syncthreads();
+    store_tile<kC, kD>(ws.u + row0 * kD, kD, sm.v[s], kLdD);
+    store_tile<kC, kD>(ws.w + row0 * kD, kD, sm.qa.q, kLdD);
+    if (tid < kC)
+      ws.G[row0 + tid] = G[tid];
+    if (more)
+      __syncthreads(); // the tiles are out
+  }
 }
 
 } // namespace
 
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool context,
                         cudaStream_t st) {
-  const int smem = sizeof(PrepSmem);
+  const int smem = int(prep_smem(geo.group));
   auto kernel = context ? prep_kernel<true> : prep_kernel<false>;
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<dim3(geo.NT, geo.B * geo.Hv), kThreads, smem, st>>>(geo, in, ws);
+  kernel<<<dim3(geo.NT, geo.B * geo.Hk), kThreads, smem, st>>>(geo, in, ws);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
