@@ -41,15 +41,31 @@ __device__ __forceinline__ void load_G(float* dst, const float* src) {
     cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
 }
 
+// Warp tiles of a scan CTA of W warps over a BV-column slice: the state (128 x BV) as a 4 x W/4
+// grid of 32 x SN, and a 64 x BV phase-B product over a group of G warps as a G/4 x 4 grid of
+// (256 / G) x BV/4 (G = 4: 64 x BV/4, 8: 32 x BV/4, 16: 16 x BV/4).
+template <int BV, int W>
+struct ScanTiles {
+  static constexpr int kThreads = 32 * W, SN = BV * 4 / W;
+  int sr, sc; // this warp's state tile
+  __device__ explicit ScanTiles(int warp) : sr(32 * (warp % 4)), sc(SN * (warp / 4)) {}
+};
+template <int BV, int G>
+struct GroupTile {
+  static constexpr int M = 256 / G, N = BV / 4;
+  int r0, c0;
+  __device__ explicit GroupTile(int w) : r0(M * (w / 4)), c0(N * (w % 4)) {}
+};
+
 // The warp's state tile from / to an fp32 [Dk, Dv] state (nullable) at `at` = its first element.
-template <int BV>
-__device__ __forceinline__ void load_state(Acc<32, BV / 2>& S, const float* at) {
+template <int SN>
+__device__ __forceinline__ void load_state(Acc<32, SN>& S, const float* at) {
   S.zero();
   if (at)
     S.each([&](int r, int c, float& x) { x = at[r * kD + c]; });
 }
-template <int BV>
-__device__ __forceinline__ void save_state(Acc<32, BV / 2>& S, float* at) {
+template <int SN>
+__device__ __forceinline__ void save_state(Acc<32, SN>& S, float* at) {
   if (at)
     S.each([&](int r, int c, float& x) { at[r * kD + c] = x; });
 }
@@ -83,31 +99,36 @@ struct FwdSmem {
   float el[kC], gs[kC];    // exp(Gl - G), scale exp(G)
 };
 
-template <int BV, bool kSave>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int BV, int W, bool kSave>
+__global__ void __launch_bounds__(32 * W, 1)
     fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht) {
-  constexpr int ldv = kLdV<BV>;
+  constexpr int ldv = kLdV<BV>, kT = 32 * W;
+  using Tiles = ScanTiles<BV, W>;
+  using Half = GroupTile<BV, W / 2>; // phase B: v_new on warps [0, W/2), P and o on the rest
   extern __shared__ __align__(16) char smem_raw[];
   FwdSmem<BV>& sm = *reinterpret_cast<FwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int tid = threadIdx.x, warp = tid / 32;
-  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
-  const int pc = (BV / 4) * (warp % 4);                       // phase-B tile: 64 x BV/4
+  const Tiles st(warp);
+  const int sr = st.sr, sc = st.sc;
+  const bool first_half = warp < W / 2;
+  const Half pb(warp % (W / 2));
+  const int pr = pb.r0, pc = pb.c0;
 
   auto issue = [&](int n) {
     FwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-    load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kC, kThreads>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
-    load_tile_async<kC, BV, kThreads>(s.u, ldv, ws.u + row0 * kD + v0, kD, kC);
+    load_tile_async<kC, kD, kT>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
+    load_tile_async<kC, kD, kT>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kT>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kC, kT>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, BV, kT>(s.u, ldv, ws.u + row0 * kD + v0, kD, kC);
     load_G(s.G, ws.G + row0);
   };
 
   const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
-  Acc<32, BV / 2> S;
-  load_state<BV>(S, offset(h0, state0));
+  Acc<32, Tiles::SN> S;
+  load_state(S, offset(h0, state0));
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
@@ -125,12 +146,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncthreads();
 
-    Acc<kC, BV / 4> X; // warps 0-3: w S; warps 4-7: P, then o
+    Acc<Half::M, Half::N> X; // first half: w S; second half: P, then o
     X.zero();
-    if (warp < 4) { // v_new = u - w S
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, 0, pc);
-      X.each_pair([&](int i, int c, float& x0, float& x1) {
-        const int j = pc + c;
+    if (first_half) { // v_new = u - w S
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, pr, pc);
+      X.each_pair([&](int r, int c, float& x0, float& x1) {
+        const int i = pr + r, j = pc + c;
         const float2 u = load_bf16x2(s.u + i * ldv + j);
         x0 = u.x - x0;
         x1 = u.y - x1;
@@ -138,25 +159,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
       });
     } else { // P = scale exp(G) .* (Q S)
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.q, kLdD, sm.s, ldv, 0, pc);
-      X.each([&](int i, int, float& x) { x *= sm.gs[i]; });
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.q, kLdD, sm.s, ldv, pr, pc);
+      X.each([&](int r, int, float& x) { x *= sm.gs[pr + r]; });
     }
     __syncthreads();
     const float decay = __expf(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
-    if (warp >= 4) { // o = P + Ms v_new
-      warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, 0, pc);
-      store_acc_bf16(X, o.at(b, n * kC, h) + v0 + pc, o.st, geo.valid(n));
+    if (!first_half) { // o = P + Ms v_new
+      warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, pr, pc);
+      store_acc_bf16(X, o.at(b, n * kC + pr, h) + v0 + pc, o.st, geo.valid(n) - pr);
     }
-    if (kSave && warp < 4) { // beside warps 4-7's output; sm.s and sm.nu are next written after
-                             // the next chunk's first barrier
-      store_tile<kD, BV, kThreads / 2>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s,
-                                       ldv, tid);
-      store_tile<kC, BV, kThreads / 2>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv, tid);
+    if (kSave && first_half) { // beside the output; sm.s and sm.nu are next written after the
+                               // next chunk's first barrier
+      store_tile<kD, BV, kT / 2>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv,
+                                 tid);
+      store_tile<kC, BV, kT / 2>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv, tid);
     }
   }
-  save_state<BV>(S, offset(ht, state0));
+  save_state(S, offset(ht, state0));
 }
 
 template <int BV>
@@ -195,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   Acc<32, BV / 2> S;
-  load_state<BV>(S, offset(h0, size_t(bh) * kD * kD + sr * kD + v0 + sc));
+  load_state(S, offset(h0, size_t(bh) * kD * kD + sr * kD + v0 + sc));
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
@@ -248,31 +269,35 @@ struct BwdSmem {
   float el[kC];
 };
 
-template <int BV>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int BV, int W>
+__global__ void __launch_bounds__(32 * W, 1)
     bwd_scan_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht, float* dh0) {
-  constexpr int ldv = kLdV<BV>;
+  constexpr int ldv = kLdV<BV>, kT = 32 * W;
+  using Tiles = ScanTiles<BV, W>;
+  using All = GroupTile<BV, W>; // phase B on every warp
   extern __shared__ __align__(16) char smem_raw[];
   BwdSmem<BV>& sm = *reinterpret_cast<BwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int tid = threadIdx.x, warp = tid / 32;
-  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state-gradient tile
-  const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
+  const Tiles st(warp);
+  const int sr = st.sr, sc = st.sc; // state-gradient tile
+  const All pb(warp);
+  const int pr = pb.r0, pc = pb.c0;
 
   auto issue = [&](int n) {
     BwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-    load_tile_async<kC, kD, kThreads>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
-    load_tile_async<kC, kC, kThreads>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
-    load_tile_async<kC, BV, kThreads>(s.d_o, ldv, d_o.at(b, n * kC, h) + v0, d_o.st, geo.valid(n));
+    load_tile_async<kC, kD, kT>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kT>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kT>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
+    load_tile_async<kC, kC, kT>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, BV, kT>(s.d_o, ldv, d_o.at(b, n * kC, h) + v0, d_o.st, geo.valid(n));
     load_G(s.G, ws.G + row0);
   };
 
   const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
-  Acc<32, BV / 2> dS;
-  load_state<BV>(dS, offset(dht, state0));
+  Acc<32, Tiles::SN> dS;
+  load_state(dS, offset(dht, state0));
   issue(geo.NT - 1);
   cp_async_commit();
   for (int n = geo.NT - 1; n >= 0; --n) {
@@ -287,7 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
     if (tid < kC)
       sm.el[tid] = __expf(Gl - s.G[tid]);
-    for (int e = tid; e < kC * kD / 8; e += kThreads) { // Q rows *= scale exp(G)
+    for (int e = tid; e < kC * kD / 8; e += kT) { // Q rows *= scale exp(G)
       const int i = e / (kD / 8), c = (e % (kD / 8)) * 8;
       const float f = geo.scale * __expf(s.G[i]);
       uint4* p = reinterpret_cast<uint4*>(s.q + i * kLdD + c);
@@ -301,10 +326,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       *p = x;
     }
     __syncthreads();
-    store_tile<kD, BV>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
+    store_tile<kD, BV, kT>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
 
     {
-      Acc<32, BV / 4> X;
+      Acc<All::M, All::N> X;
       X.zero();
       warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
       X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
@@ -315,20 +340,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       });
     }
     __syncthreads();
-    store_tile<kC, BV>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
+    store_tile<kC, BV, kT>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
     const float decay = __expf(Gl);
     dS.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);
   }
-  save_state<BV>(dS, offset(dh0, state0));
+  save_state(dS, offset(dh0, state0));
 }
 
 template <class Kernel, class... Args>
-std::string launch(Kernel kernel, size_t smem, const Geo& geo, int bv, cudaStream_t st,
+std::string launch(Kernel kernel, size_t smem, const Geo& geo, int bv, int threads, cudaStream_t st,
                    Args... args) {
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<dim3(kD / bv, geo.B * geo.Hv), kThreads, smem, st>>>(geo, args...);
+  kernel<<<dim3(kD / bv, geo.B * geo.Hv), threads, smem, st>>>(geo, args...);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
@@ -339,28 +364,34 @@ int scan_columns(const Geo& geo, int sm_count) {
   return 4 * geo.B * geo.Hv >= 3 * sm_count ? 128 : 64;
 }
 
+// Warps per scan CTA: 16 for 64 columns (a 128 x 64 state leaves 8 warps too little to overlap),
+// 8 for 128 (the registers allow no more).
 std::string launch_fwd_scan(const Geo& geo, int bv, bool save, const Workspace& ws, const float* h0,
                             Ref<bf16> o, float* ht, cudaStream_t st) {
   if (bv == 128)
-    return save ? launch(fwd_scan_kernel<128, true>, sizeof(FwdSmem<128>), geo, bv, st, ws, h0, o,
-                         ht)
-                : launch(fwd_scan_kernel<128, false>, sizeof(FwdSmem<128>), geo, bv, st, ws, h0, o,
-                         ht);
-  return save ? launch(fwd_scan_kernel<64, true>, sizeof(FwdSmem<64>), geo, bv, st, ws, h0, o, ht)
-              : launch(fwd_scan_kernel<64, false>, sizeof(FwdSmem<64>), geo, bv, st, ws, h0, o, ht);
+    return save ? launch(fwd_scan_kernel<128, 8, true>, sizeof(FwdSmem<128>), geo, bv, 256, st, ws,
+                         h0, o, ht)
+                : launch(fwd_scan_kernel<128, 8, false>, sizeof(FwdSmem<128>), geo, bv, 256, st, ws,
+                         h0, o, ht);
+  return save ? launch(fwd_scan_kernel<64, 16, true>, sizeof(FwdSmem<64>), geo, bv, 512, st, ws, h0,
+                       o, ht)
+              : launch(fwd_scan_kernel<64, 16, false>, sizeof(FwdSmem<64>), geo, bv, 512, st, ws,
+                       h0, o, ht);
 }
 
 std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
                              cudaStream_t st) {
-  return bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, bv, st, ws, h0)
-                   : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, bv, st, ws, h0);
+  return bv == 128
+             ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, bv, kThreads, st, ws, h0)
+             : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, bv, kThreads, st, ws, h0);
 }
 
 std::string launch_bwd_scan(const Geo& geo, int bv, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st) {
-  return bv == 128
-             ? launch(bwd_scan_kernel<128>, sizeof(BwdSmem<128>), geo, bv, st, ws, d_o, dht, dh0)
-             : launch(bwd_scan_kernel<64>, sizeof(BwdSmem<64>), geo, bv, st, ws, d_o, dht, dh0);
+  return bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, bv, 256, st, ws,
+                            d_o, dht, dh0)
+                   : launch(bwd_scan_kernel<64, 16>, sizeof(BwdSmem<64>), geo, bv, 512, st, ws, d_o,
+                            dht, dh0);
 }
 
 } // namespace qr::gdn::fused
