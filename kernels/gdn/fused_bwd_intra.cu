@@ -1,10 +1,12 @@
 // Fused GDN, stage 3 of the backward: every gradient of one 64-token chunk, one CTA per (chunk,
-// key head) looping over the key head's value heads so dq and dk sum over the group in registers
-// (a 2 x 4 grid of 32 x 32 warp tiles over the 64 x 128 tiles). The math is chunked_bwd_intra.cu's;
-// the normalised q, k, their rstd and A = (I + L)^-1 come from fused_prep.cu's workspace instead
-// of being recomputed. Each tile of the next value head streams in (cp.async) as soon as its
-// buffer is dead, and each head waits for its tiles in the order it uses them; v reuses the dSL
-// buffer, dw the v_new one, and A and dA swap buffers every head.
+// key head) looping over the key head's value heads so dq and dk sum over the group in registers.
+// 16 warps of at most 128 registers (twice the other kernels' warps, to hide the load and mma
+// latencies): a 4 x 4 grid of 16 x 32 warp tiles over the 64 x 128 tiles and of 16 x 16 ones over
+// the 64 x 64 tiles. The math is chunked_bwd_intra.cu's; the normalised q, k, their rstd and
+// A = (I + L)^-1 come from fused_prep.cu's workspace instead of being recomputed. Each tile of the
+// next value head streams in (cp.async) as soon as its buffer is dead, and each head waits for its
+// tiles in the order it uses them; v reuses the dSL buffer, dw the v_new one, and A and dA swap
+// buffers every head.
 //
 // Per value head, with S0 / dSL the state entering / gradient of the state leaving the chunk (from
 // the scans), nu / dnu = v_new and its gradient, D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl -
@@ -26,11 +28,63 @@
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::add_col_sums;
-using chunked::add_row_sums;
 using chunked::Parts;
 using chunked::store_acc_bf16;
 using chunked::sum_parts;
+
+constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
+// The slots of a Parts: warp w's row sums go to slot w / 4 (its column band), its column sums to
+// slot 4 + w % 4 (its row band), so no two warps update one slot's entry in the same pass.
+constexpr int kSlots = 8;
+static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
+
+// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
+template <int WM, int WN, class F>
+__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, F&& f) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int row = m0 + 16 * i + lane / 4 + 8 * hi;
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          s += f(row, n0 + 8 * j + 2 * (lane % 4) + e, acc.c[i][j][2 * hi + e]);
+      s = quad_sum(s);
+      __syncwarp();
+      if (lane % 4 == 0)
+        part[slot][row] += s;
+      __syncwarp();
+    }
+}
+
+// part[slot][col] += sum over the warp tile's rows of f(row, col, value).
+template <int WM, int WN, class F>
+__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, F&& f) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = n0 + 8 * j + 2 * (lane % 4) + e;
+      float s = 0.f;
+#pragma unroll
+      for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi)
+          s += f(m0 + 16 * i + lane / 4 + 8 * hi, col, acc.c[i][j][2 * hi + e]);
+      s = column_sum(s);
+      __syncwarp();
+      if (lane < 4)
+        part[slot][col] += s;
+      __syncwarp();
+    }
+}
 
 // 224.5 KB, one CTA per SM.
 struct IntraSmem {
@@ -50,26 +104,28 @@ struct IntraSmem {
   float sums[kC * kLdF]; // sum over the heads: dQK on and below the diagonal, dP^T above it
   float G[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity
   float rq[kC], rk[kC];
-  // per-warp partial sums: dG, dbeta, the two row dots with k (cl, cw), <S0, dSL>; the tail that
-  // reads them clears them for the next head
+  // partial sums, per slot (see kSlots) or per warp: dG, dbeta, the two row dots with k (cl, cw),
+  // <S0, dSL>; the tail that reads them clears them for the next head
   Parts dG, dB, cl, cw;
-  float s0dsl[kThreads / 32];
+  float s0dsl[kWarps];
 };
 
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kIntraThreads, 1)
     bwd_intra_kernel(Geo geo, FwdInputs in, Workspace ws, Ref<const bf16> d_o, Ref<bf16> dq_out,
                      Ref<bf16> dk_out, Ref<bf16> dv_out, Ref<bf16> db_out, Ref<float> dg_out) {
   extern __shared__ __align__(16) char smem_raw[];
   IntraSmem& sm = *reinterpret_cast<IntraSmem*>(smem_raw);
   const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
   const int t0 = n * kC, L = geo.valid(n), tid = threadIdx.x, warp = tid / 32;
-  const int m0 = 32 * (warp % 2), n0 = 32 * (warp / 2); // 64 x 128 warp tile
-  const int mm = 16 * (warp % 4), nn = 32 * (warp / 4); // 64 x 64 warp tile
+  // warp tile: rows m0 .. m0 + 15, columns n0 .. n0 + 31 of a 64 x 128 tile, nn .. nn + 15 of a
+  // 64 x 64 one; rs, cs: its Parts slots of row and column sums
+  const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4), nn = 16 * (warp / 4);
+  const int rs = warp / 4, cs = 4 + warp % 4;
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
 
   const size_t krow0 = (size_t(blockIdx.y) * geo.NT + n) * kC;
-  load_tile_async<kC, kD, kThreads>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
-  load_tile_async<kC, kD, kThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+  load_tile_async<kC, kD, kIntraThreads>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+  load_tile_async<kC, kD, kIntraThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
   cp_async_commit();
   if (tid < kC) {
     sm.rq[tid] = ws.rq[krow0 + tid];
@@ -81,26 +137,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     return (size_t(b * geo.Hv + hk * geo.group + rr) * geo.NT + n) * kD * kD;
   };
   auto issue_do = [&](int rr) {
-    load_tile_async<kC, kD, kThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
+    load_tile_async<kC, kD, kIntraThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st,
+                                           L);
   };
   auto issue_v = [&](int rr) {
-    load_tile_async<kC, kD, kThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr), in.v.st,
-                                      L);
+    load_tile_async<kC, kD, kIntraThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr),
+                                           in.v.st, L);
   };
   auto issue_nu = [&](int rr) {
-    load_tile_async<kC, kD, kThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD, kC);
+    load_tile_async<kC, kD, kIntraThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD, kC);
   };
   auto issue_dnu = [&](int rr) {
-    load_tile_async<kC, kD, kThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD, kC);
+    load_tile_async<kC, kD, kIntraThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD, kC);
   };
   auto issue_s0 = [&](int rr) {
-    load_tile_async<kD, kD, kThreads>(sm.s0, kLdD, ws.h + st_of(rr), kD, kD);
+    load_tile_async<kD, kD, kIntraThreads>(sm.s0, kLdD, ws.h + st_of(rr), kD, kD);
   };
   auto issue_dsl = [&](int rr) {
-    load_tile_async<kD, kD, kThreads>(sm.dsl, kLdD, ws.dh + st_of(rr), kD, kD);
+    load_tile_async<kD, kD, kIntraThreads>(sm.dsl, kLdD, ws.dh + st_of(rr), kD, kD);
   };
   auto issue_a = [&](int rr) {
-    load_tile_async<kC, kC, kThreads>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC, kC);
+    load_tile_async<kC, kC, kIntraThreads>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC, kC);
   };
   float nG = 0.f, nGl = 0.f, nbeta = 0.f; // the next head's G, Gl, beta of row tid, in flight
   auto load_scalars = [&](int rr) {
@@ -125,22 +182,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   cp_async_wait<3>();
   __syncthreads();
   { // raw Q K^T and K K^T, once per key head; the sums start at zero
-    Acc<16, 32> a1, a2;
+    Acc<16, 16> a1, a2;
     a1.zero();
     a2.zero();
-    warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.q, kLdD, sm.k, kLdD, mm, nn);
-    warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.k, kLdD, sm.k, kLdD, mm, nn);
+    warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.q, kLdD, sm.k, kLdD, m0, nn);
+    warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.k, kLdD, sm.k, kLdD, m0, nn);
     a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
-      const int i = mm + r, j = nn + c;
+      const int i = m0 + r, j = nn + c;
       sm.qkkk[i * kLdF + j] = i >= j ? x1 : x2;
       sm.sums[i * kLdF + j] = 0.f;
     });
   }
   if (tid < kC)
-    for (int w = 0; w < kThreads / 32; ++w)
+    for (int w = 0; w < kSlots; ++w)
       sm.dG[w][tid] = sm.dB[w][tid] = sm.cl[w][tid] = sm.cw[w][tid] = 0.f;
 
-  Acc<32, 32> dq, dk, X;
+  Acc<16, 32> dq, dk, X;
   dq.zero();
   dk.zero();
   for (int rr = 0; rr < geo.group; ++rr) {
@@ -163,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.dG,
+    add_row_sums(X, m0, n0, sm.dG, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
     dq.add(X);
     cp_async_wait<1>();
@@ -172,25 +229,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.cl,
+    add_row_sums(X, m0, n0, sm.cl, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     dk.add(X);
     { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
-      Acc<16, 32> a;
+      Acc<16, 16> a;
       a.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, mm, nn);
+      warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
       a.each([&](int r, int c, float& x) {
-        const int i = mm + r, j = nn + c;
+        const int i = m0 + r, j = nn + c;
         const float dm = i >= j ? geo.scale * x * __expf(G[i] - G[j]) : 0.f;
         sm.sums[i * kLdF + j] += dm;
         x = dm * sm.qkkk[i * kLdF + j];
       });
-      add_row_sums(a, mm, nn, sm.dG, [](int, int, float x) { return x; });
-      add_col_sums(a, mm, nn, sm.dG, [](int, int, float x) { return -x; });
+      add_row_sums(a, m0, nn, sm.dG, rs, [](int, int, float x) { return x; });
+      add_col_sums(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
     }
     { // <S0, dSL> for dG_last
       float s = 0.f;
-      for (int e = tid; e < kD * kD / 2; e += kThreads) {
+      for (int e = tid; e < kD * kD / 2; e += kIntraThreads) {
         const int i = e / (kD / 2), j = 2 * (e % (kD / 2));
         const float2 a =
             __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(sm.s0 + i * kLdD + j));
@@ -227,15 +284,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)); dbeta += column sums of
       // A .* (dnu V^T), the row dots of A^T dnu with v
-      Acc<16, 32> a1, a2;
+      Acc<16, 16> a1, a2;
       a1.zero();
       a2.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, mm, nn);
-      warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, mm, nn);
-      add_col_sums(a1, mm, nn, sm.dB,
+      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, m0, nn);
+      warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, m0, nn);
+      add_col_sums(a1, m0, nn, sm.dB, cs,
                    [&](int i, int j, float x) { return x * bfv(A[i * kLdC + j]); });
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
-        const int i = mm + r, j = nn + c;
+        const int i = m0 + r, j = nn + c;
         const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
         dA[i * kLdC + j] = __float2bfloat16(da);
       });
@@ -243,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
     warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.nu, kLdD, m0, n0);
-    add_row_sums(X, m0, n0, sm.cw,
+    add_row_sums(X, m0, n0, sm.cw, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
@@ -254,10 +311,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     cp_async_commit();
     { // t2 = dA A^T
-      Acc<16, 32> z;
+      Acc<16, 16> z;
       z.zero();
-      warp_mma<Lay::MK, Lay::NK, kC>(z, dA, kLdC, A, kLdC, mm, nn);
-      store_acc_bf16(z, sm.r.t2 + mm * kLdC + nn, kLdC);
+      warp_mma<Lay::MK, Lay::NK, kC>(z, dA, kLdC, A, kLdC, m0, nn);
+      store_acc_bf16(z, sm.r.t2 + m0 * kLdC + nn, kLdC);
     }
     __syncthreads(); // dv_new and dA are dead
     if (next) {
@@ -267,19 +324,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     cp_async_commit();
     { // dL = -A^T t2 (strictly lower) -> dbeta, dG, and dP = dL .* beta_i D into the sums
-      Acc<16, 32> dl;
+      Acc<16, 16> dl;
       dl.zero();
-      warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, mm, nn);
+      warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn);
       dl.each([&](int r, int c, float& x) {
-        const int i = mm + r, j = nn + c;
+        const int i = m0 + r, j = nn + c;
         const float d = i > j ? -x * __expf(G[i] - G[j]) : 0.f;
         if (i > j)
           sm.sums[j * kLdF + i] += d * beta[i];
         x = d * sm.qkkk[j * kLdF + i];
       });
-      add_row_sums(dl, mm, nn, sm.dB, [](int, int, float x) { return x; });
-      add_row_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return x * beta[i]; });
-      add_col_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return -x * beta[i]; });
+      add_row_sums(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
+      add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
+      add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
 
@@ -297,7 +354,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cl_sum = warp_sum(cl_sum);
       float s0dsl = 0.f;
 #pragma unroll
-      for (int w = 0; w < kThreads / 32; ++w)
+      for (int w = 0; w < kWarps; ++w)
         s0dsl += sm.s0dsl[w];
 #pragma unroll
       for (int e = 0; e < 2; ++e)
@@ -319,30 +376,30 @@ __global__ void __launch_bounds__(kThreads, 1)
           *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * cw[e]);
         }
 #pragma unroll
-        for (int w = 0; w < kThreads / 32; ++w)
+        for (int w = 0; w < kSlots; ++w)
           sm.dG[w][i] = sm.dB[w][i] = sm.cl[w][i] = sm.cw[w][i] = 0.f;
       }
     }
   }
 
   // dq += dQKs k, dk += dQKs^T q + Psym k with dQKs = sum dQK and Psym = sum (dP + dP^T)
-  for (int e = tid; e < kC * kC; e += kThreads) {
+  for (int e = tid; e < kC * kC; e += kIntraThreads) {
     const int i = e / kC, j = e % kC;
     const float c = sm.sums[i * kLdF + j];
     sm.ab[0][i * kLdC + j] = __float2bfloat16(i >= j ? c : 0.f);
     sm.ab[1][i * kLdC + j] = __float2bfloat16(i < j ? c : i > j ? sm.sums[j * kLdF + i] : 0.f);
   }
   if (tid < kC)
-    for (int w = 0; w < kThreads / 32; ++w)
+    for (int w = 0; w < kSlots; ++w)
       sm.r.l2.dotq[w][tid] = sm.r.l2.dotk[w][tid] = 0.f;
   __syncthreads();
   warp_mma<Lay::MK, Lay::KN, kC>(dq, sm.ab[0], kLdC, sm.k, kLdD, m0, n0);
   warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.ab[0], kLdC, sm.q, kLdD, m0, n0);
   warp_mma<Lay::MK, Lay::KN, kC>(dk, sm.ab[1], kLdC, sm.k, kLdD, m0, n0);
   if (geo.l2) { // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
-    add_row_sums(dq, m0, n0, sm.r.l2.dotq,
+    add_row_sums(dq, m0, n0, sm.r.l2.dotq, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
-    add_row_sums(dk, m0, n0, sm.r.l2.dotk,
+    add_row_sums(dk, m0, n0, sm.r.l2.dotk, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     __syncthreads();
     dq.each([&](int r, int c, float& x) {
@@ -365,7 +422,7 @@ std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspac
   const int smem = sizeof(IntraSmem);
   QR_CUDA_TRY(
       cudaFuncSetAttribute(bwd_intra_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  bwd_intra_kernel<<<dim3(geo.NT, geo.B * geo.Hk), kThreads, smem, st>>>(
+  bwd_intra_kernel<<<dim3(geo.NT, geo.B * geo.Hk), kIntraThreads, smem, st>>>(
       geo, in, ws, d_o, ref<bf16>(out.dq), ref<bf16>(out.dk), ref<bf16>(out.dv),
       ref<bf16>(out.dbeta), ref<float>(out.dg));
   QR_CUDA_TRY(cudaGetLastError());
