@@ -35,6 +35,7 @@ struct Config {
   std::vector<std::string> modes = all_modes();
   int warmup = 3, iters = 20;
   bool check_only = false, l2norm = true, states = false;
+  bool graph = false; // time CUDA-graph replays (warm L2), as gdn_fla_bench.py times FLA
   double tol = 2e-2;
   uint64_t seed = 1;
   std::string json;
@@ -53,6 +54,8 @@ dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
                            (self-contained), fwdbwd (fwd-train + bwd, a training step)
   --warmup N               untimed runs per pass (default 3)
   --iters N                timed runs per pass (default 20); the L2 is flushed before each
+  --graph                  time CUDA-graph replays of each mode's passes instead, without the L2
+                           flush, the way gdn_fla_bench.py times FLA (like for like with FLA)
   --check                  run only the correctness check against reference, no timing
   --tol X                  largest relative L2 error a backend may show (default 0.02)
   --initial-state          also feed an initial state and a final-state gradient
@@ -116,6 +119,8 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       help = true;
     } else if (a == "--check") {
       cfg.check_only = true;
+    } else if (a == "--graph") {
+      cfg.graph = true;
     } else if (a == "--initial-state") {
       cfg.states = true;
     } else if (a == "--no-l2norm") {
@@ -245,6 +250,32 @@ std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool tr
   }
   return {};
 }
+
+// One mode's passes captured once into a CUDA graph, replayed for timing.
+struct GraphExec {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GraphExec() = default;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  ~GraphExec() {
+    if (exec)
+      cudaGraphExecDestroy(exec);
+    if (graph)
+      cudaGraphDestroy(graph);
+  }
+  template <class F>
+  std::string capture(cudaStream_t st, F&& enqueue) {
+    QR_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+    const std::string e = enqueue();
+    const cudaError_t end = cudaStreamEndCapture(st, &graph);
+    if (!e.empty())
+      return e;
+    QR_CUDA_TRY(end);
+    QR_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    return {};
+  }
+};
 
 std::string json_escape(const std::string& s) {
   std::string o;
@@ -421,14 +452,20 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         std::vector<float> ms;
         // The backward from a context reads what the last training forward left.
         std::string e = mode == "bwd" ? run_pass(*be, p, Run::fwd_train, st) : std::string();
+        auto enqueue = [&]() {
+          std::string r = f ? run_pass(*be, p, fwd_run, st) : std::string();
+          return r.empty() && b ? run_pass(*be, p, bwd_run, st) : r;
+        };
+        GraphExec graph;
+        if (e.empty() && cfg.graph)
+          e = graph.capture(st, enqueue);
         for (int it = 0; it < cfg.warmup + cfg.iters && e.empty(); ++it) {
-          e = cuda_error(cudaMemsetAsync(flush.get(), it & 0xff, flush.bytes(), st), "flush");
+          if (!cfg.graph)
+            e = cuda_error(cudaMemsetAsync(flush.get(), it & 0xff, flush.bytes(), st), "flush");
           if (e.empty())
             e = cuda_error(cudaEventRecord(ev0, st), "event");
-          if (e.empty() && f)
-            e = run_pass(*be, p, fwd_run, st);
-          if (e.empty() && b)
-            e = run_pass(*be, p, bwd_run, st);
+          if (e.empty())
+            e = cfg.graph ? cuda_error(cudaGraphLaunch(graph.exec, st), "graph") : enqueue();
           if (e.empty())
             e = cuda_error(cudaEventRecord(ev1, st), "event");
           if (e.empty())
@@ -476,8 +513,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     out << line;
   }
   if (!times.empty()) {
-    out << "\ntimes (L2 flushed before each run; median of " << cfg.iters << " after " << cfg.warmup
-        << " warm-up)\n";
+    out << "\ntimes ("
+        << (cfg.graph ? "CUDA-graph replays, L2 not flushed" : "L2 flushed before each run")
+        << "; median of " << cfg.iters << " after " << cfg.warmup << " warm-up)\n";
     std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10s %19s %9s %9s %7s %6s\n", "backend",
                   "shape", "mode", "median ms", "min-max ms", "TFLOP/s", "GB/s", "%FLOP", "%BW");
     out << line;
@@ -534,7 +572,8 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
   }
   if (!cfg.json.empty()) {
     std::ofstream j(cfg.json);
-    j << "{\n \"date\": \"" << when << "\",\n \"device\": \"" << json_escape(dev_name)
+    j << "{\n \"date\": \"" << when << "\",\n \"timing\": \"" << (cfg.graph ? "graph" : "flushed")
+      << "\",\n \"device\": \"" << json_escape(dev_name)
       << "\",\n \"sm\": " << dev.major * 10 + dev.minor << ",\n \"peak_tflops\": " << peaks.tflops
       << ",\n \"peak_gbps\": " << peaks.gbps << ",\n \"tolerance\": " << cfg.tol
       << ",\n \"checks\": [";
