@@ -89,6 +89,10 @@ fi
     >"$OUT/bench.txt" 2>/dev/null
   echo "rc=$?"
   cat "$OUT/bench.txt"
+  echo "== gdn-bench --graph (CUDA-graph replays, timed as FLA's script times FLA)"
+  timeout 200 "$BIN/gdn-bench" --backend chunked,fused --graph --iters 30 "${FLA_JSON[@]}" 2>/dev/null |
+    sed -n '/^times/,$p'
+  echo "rc=$?"
   echo "== gdn-bench --op conv"
   timeout 120 "$BIN/gdn-bench" --op conv 2>/dev/null
   echo "rc=$?"

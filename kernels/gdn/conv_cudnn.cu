@@ -19,6 +19,7 @@
 #if QR_HAVE_CUDNN
 
 #include <cudnn.h>
+#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -27,6 +28,45 @@ namespace qr::gdn::conv {
 namespace {
 
 constexpr size_t kCudnnWorkspace = size_t(64) << 20;
+
+// cuDNN is opened at run time, not linked: a qwen-recipe built with this baseline still starts
+// where no libcudnn.so.9 is installed (a login node, CI), and only this backend says it cannot
+// run. The pointers take the API's names, so the code below reads as plain cuDNN calls.
+#define QR_CUDNN_API(X)                                                                            \
+  X(cudnnGetErrorString)                                                                           \
+  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnCreateTensorDescriptor)                  \
+      X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptorEx)                              \
+          X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor)                           \
+              X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)                    \
+                  X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor)          \
+                      X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)              \
+                          X(cudnnFindConvolutionForwardAlgorithm)                                  \
+                              X(cudnnFindConvolutionBackwardDataAlgorithm)                         \
+                                  X(cudnnFindConvolutionBackwardFilterAlgorithm)                   \
+                                      X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData)   \
+                                          X(cudnnConvolutionBackwardFilter)
+#define QR_CUDNN_POINTER(name) decltype(&::name) name = nullptr;
+QR_CUDNN_API(QR_CUDNN_POINTER)
+#undef QR_CUDNN_POINTER
+
+// Empty once every function above resolved, else why not. Tries the loader's path
+// (LD_LIBRARY_PATH, ld.so.cache), then the folder CMake found cuDNN in.
+const std::string& cudnn_load_error() {
+  static const std::string error = []() -> std::string {
+    void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      lib = dlopen(QR_CUDNN_DIR "/libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return "cannot load libcudnn.so.9 (put a cuDNN 9 lib folder on LD_LIBRARY_PATH)";
+#define QR_CUDNN_RESOLVE(name)                                                                     \
+  if (!(name = reinterpret_cast<decltype(name)>(dlsym(lib, #name))))                               \
+    return "libcudnn.so.9 has no " #name;
+    QR_CUDNN_API(QR_CUDNN_RESOLVE)
+#undef QR_CUDNN_RESOLVE
+    return {};
+  }();
+  return error;
+}
 
 #define QR_CUDNN_TRY(call)                                                                         \
   do {                                                                                             \
@@ -206,6 +246,8 @@ public:
   }
   std::string name() const override { return "cudnn"; }
   std::string unsupported(const DeviceInfo&, const Shape& s) const override {
+    if (const std::string& e = cudnn_load_error(); !e.empty())
+      return e;
     if (!s.valid())
       return "invalid shape";
     if (s.head_dim_k != s.head_dim_v)
@@ -321,6 +363,8 @@ private:
   std::string get_plan(const Shape& s, const TensorRef<const bf16_t>& x,
                        const TensorRef<const bf16_t>& dx, bool bwd, Plan*& out) const {
     std::lock_guard<std::mutex> lock(mu_);
+    if (const std::string& e = cudnn_load_error(); !e.empty())
+      return e;
     if (!handle_)
       QR_CUDNN_TRY(cudnnCreate(&handle_));
     const int C = channels(s), B = s.batch, T = s.seq_len;
