@@ -121,6 +121,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   // 64 x 64 one; rs, cs: its Parts slots of row and column sums
   const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4), nn = 16 * (warp / 4);
   const int rs = warp / 4, cs = 4 + warp % 4;
+  // the 64 x 64 tile is above the diagonal: zero in the masked products (dQK, dA, dL) and in A,
+  // so those warps skip them and the sums they would feed
+  const bool upper = nn > m0;
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
 
   const size_t krow0 = (size_t(blockIdx.y) * geo.NT + n) * kC;
@@ -232,7 +235,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     add_row_sums(X, m0, n0, sm.cl, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     dk.add(X);
-    { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
+    if (!upper) { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
       Acc<16, 16> a;
       a.zero();
       warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
@@ -282,8 +285,12 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       issue_s0(rr + 1);
     cp_async_commit();
 
-    { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)); dbeta += column sums of
-      // A .* (dnu V^T), the row dots of A^T dnu with v
+    if (upper) { // dA's zeros
+      Acc<16, 16> z;
+      z.zero();
+      store_acc_bf16(z, dA + m0 * kLdC + nn, kLdC);
+    } else { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)); dbeta += column sums
+      // of A .* (dnu V^T), the row dots of A^T dnu with v
       Acc<16, 16> a1, a2;
       a1.zero();
       a2.zero();
@@ -323,7 +330,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       load_scalars(rr + 1);
     }
     cp_async_commit();
-    { // dL = -A^T t2 (strictly lower) -> dbeta, dG, and dP = dL .* beta_i D into the sums
+    if (!upper) { // dL = -A^T t2 (strictly lower) -> dbeta, dG; dP = dL .* beta_i D -> sums
       Acc<16, 16> dl;
       dl.zero();
       warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn);
