@@ -86,6 +86,18 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
     }
 }
 
+// acc += A B over the 16-wide k-steps in [k_lo, k_hi) (warp-uniform multiples of 16) of a K = kC
+// product: the products with the triangular A and dA skip the steps that meet only their zeros.
+template <Lay LA, Lay LB, int WM, int WN>
+__device__ __forceinline__ void warp_mma_k(Acc<WM, WN>& acc, const bf16* A, int lda, const bf16* B,
+                                           int ldb, int m0, int n0, int k_lo, int k_hi) {
+#pragma unroll
+  for (int k0 = 0; k0 < kC; k0 += 16)
+    if (k0 >= k_lo && k0 < k_hi)
+      warp_mma<LA, LB, 16>(acc, A + (LA == Lay::MK ? k0 : k0 * lda), lda,
+                           B + (LB == Lay::NK ? k0 : k0 * ldb), ldb, m0, n0);
+}
+
 // 224.5 KB, one CTA per SM.
 struct IntraSmem {
   bf16 q[kC * kLdD], k[kC * kLdD]; // normalised, shared by the group
@@ -276,7 +288,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     store_acc_bf16(X, sm.nu + m0 * kLdD + n0, kLdD);
     // dv = beta .* (A^T dnu)
     X.zero();
-    warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.dnu, kLdD, m0, n0);
+    warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.dnu, kLdD, m0, n0, m0, kC);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r]; });
     store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
     cp_async_wait<1>();
@@ -285,12 +297,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       issue_s0(rr + 1);
     cp_async_commit();
 
-    if (upper) { // dA's zeros
-      Acc<16, 16> z;
-      z.zero();
-      store_acc_bf16(z, dA + m0 * kLdC + nn, kLdC);
-    } else { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)); dbeta += column sums
-      // of A .* (dnu V^T), the row dots of A^T dnu with v
+    if (!upper) { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)) (its tiles above
+      // the diagonal are never read); dbeta += column sums of A .* (dnu V^T), the row dots of
+      // A^T dnu with v
       Acc<16, 16> a1, a2;
       a1.zero();
       a2.zero();
@@ -306,7 +315,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     }
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
-    warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.nu, kLdD, m0, n0);
+    warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.nu, kLdD, m0, n0, m0, kC);
     add_row_sums(X, m0, n0, sm.cw, rs,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
@@ -317,10 +326,10 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       issue_dsl(rr + 1);
     }
     cp_async_commit();
-    { // t2 = dA A^T
+    { // t2 = dA A^T, over k <= min(i, j)
       Acc<16, 16> z;
       z.zero();
-      warp_mma<Lay::MK, Lay::NK, kC>(z, dA, kLdC, A, kLdC, m0, nn);
+      warp_mma_k<Lay::MK, Lay::NK>(z, dA, kLdC, A, kLdC, m0, nn, 0, min(m0, nn) + 16);
       store_acc_bf16(z, sm.r.t2 + m0 * kLdC + nn, kLdC);
     }
     __syncthreads(); // dv_new and dA are dead
@@ -333,7 +342,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     if (!upper) { // dL = -A^T t2 (strictly lower) -> dbeta, dG; dP = dL .* beta_i D -> sums
       Acc<16, 16> dl;
       dl.zero();
-      warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn);
+      warp_mma_k<Lay::KM, Lay::KN>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn, m0, kC);
       dl.each([&](int r, int c, float& x) {
         const int i = m0 + r, j = nn + c;
         const float d = i > j ? -x * __expf(G[i] - G[j]) : 0.f;
