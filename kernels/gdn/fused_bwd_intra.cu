@@ -62,6 +62,33 @@ __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, P
     }
 }
 
+// part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
+// memory (row stride ld) read in the fragment's column pairs.
+template <int WM, int WN>
+__device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, const bf16* t, int ld) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int row = m0 + 16 * i + lane / 4 + 8 * hi;
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
+        const float2 y = __bfloat1622float2(
+            *reinterpret_cast<const __nv_bfloat162*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
+        s += acc.c[i][j][2 * hi] * y.x;
+        s += acc.c[i][j][2 * hi + 1] * y.y;
+      }
+      s = quad_sum(s);
+      __syncwarp();
+      if (lane % 4 == 0)
+        part[slot][row] += s;
+      __syncwarp();
+    }
+}
+
 // part[slot][col] += sum over the warp tile's rows of f(row, col, value).
 template <int WM, int WN, class F>
 __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
@@ -84,6 +111,35 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
         part[slot][col] += s;
       __syncwarp();
     }
+}
+
+// part[slot][col] += sum over the warp tile's rows of value * t(row, col), t as in add_row_dots.
+template <int WM, int WN>
+__device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, const bf16* t, int ld) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
+            t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
+        s0 += acc.c[i][j][2 * hi] * y.x;
+        s1 += acc.c[i][j][2 * hi + 1] * y.y;
+      }
+    s0 = column_sum(s0);
+    s1 = column_sum(s1);
+    __syncwarp();
+    if (lane < 4) {
+      part[slot][col] += s0;
+      part[slot][col + 1] += s1;
+    }
+    __syncwarp();
+  }
 }
 
 // acc += A B over the 16-wide k-steps in [k_lo, k_hi) (warp-uniform multiples of 16) of a K = kC
@@ -235,8 +291,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.dG, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
+    add_row_dots(X, m0, n0, sm.dG, rs, sm.q, kLdD);
     dq.add(X);
     cp_async_wait<1>();
     __syncthreads(); // v_new and dSL have landed
@@ -244,18 +299,26 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.cl, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
+    add_row_dots(X, m0, n0, sm.cl, rs, sm.k, kLdD);
     dk.add(X);
     if (!upper) { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
       Acc<16, 16> a;
       a.zero();
       warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
-      a.each([&](int r, int c, float& x) {
+      a.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
-        const float dm = i >= j ? geo.scale * x * __expf(G[i] - G[j]) : 0.f;
-        sm.sums[i * kLdF + j] += dm;
-        x = dm * sm.qkkk[i * kLdF + j];
+        const float gi = G[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G + j);
+        const float2 qk = *reinterpret_cast<const float2*>(sm.qkkk + i * kLdF + j);
+        float2& sum = *reinterpret_cast<float2*>(sm.sums + i * kLdF + j);
+        const float d0 = i >= j ? geo.scale * x0 * __expf(gi - gj.x) : 0.f;
+        const float d1 = i >= j + 1 ? geo.scale * x1 * __expf(gi - gj.y) : 0.f;
+        float2 t = sum;
+        t.x += d0;
+        t.y += d1;
+        sum = t;
+        x0 = d0 * qk.x;
+        x1 = d1 * qk.y;
       });
       add_row_sums(a, m0, nn, sm.dG, rs, [](int, int, float x) { return x; });
       add_col_sums(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
@@ -305,8 +368,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       a2.zero();
       warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, m0, nn);
       warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, m0, nn);
-      add_col_sums(a1, m0, nn, sm.dB, cs,
-                   [&](int i, int j, float x) { return x * bfv(A[i * kLdC + j]); });
+      add_col_dots(a1, m0, nn, sm.dB, cs, A, kLdC);
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = m0 + r, j = nn + c;
         const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
@@ -316,8 +378,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
     warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.nu, kLdD, m0, n0, m0, kC);
-    add_row_sums(X, m0, n0, sm.cw, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
+    add_row_dots(X, m0, n0, sm.cw, rs, sm.k, kLdD);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
     __syncthreads(); // v and dw are dead
@@ -343,12 +404,18 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       Acc<16, 16> dl;
       dl.zero();
       warp_mma_k<Lay::KM, Lay::KN>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn, m0, kC);
-      dl.each([&](int r, int c, float& x) {
+      dl.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
-        const float d = i > j ? -x * __expf(G[i] - G[j]) : 0.f;
+        const float gi = G[i], bi = beta[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G + j);
+        const float d0 = i > j ? -x0 * __expf(gi - gj.x) : 0.f;
+        const float d1 = i > j + 1 ? -x1 * __expf(gi - gj.y) : 0.f;
         if (i > j)
-          sm.sums[j * kLdF + i] += d * beta[i];
-        x = d * sm.qkkk[j * kLdF + i];
+          sm.sums[j * kLdF + i] += d0 * bi;
+        if (i > j + 1)
+          sm.sums[(j + 1) * kLdF + i] += d1 * bi;
+        x0 = d0 * sm.qkkk[j * kLdF + i];
+        x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
       });
       add_row_sums(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
       add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
@@ -413,19 +480,21 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.ab[0], kLdC, sm.q, kLdD, m0, n0);
   warp_mma<Lay::MK, Lay::KN, kC>(dk, sm.ab[1], kLdC, sm.k, kLdD, m0, n0);
   if (geo.l2) { // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
-    add_row_sums(dq, m0, n0, sm.r.l2.dotq, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
-    add_row_sums(dk, m0, n0, sm.r.l2.dotk, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
+    add_row_dots(dq, m0, n0, sm.r.l2.dotq, rs, sm.q, kLdD);
+    add_row_dots(dk, m0, n0, sm.r.l2.dotk, rs, sm.k, kLdD);
     __syncthreads();
-    dq.each([&](int r, int c, float& x) {
-      const int i = m0 + r;
-      x = sm.rq[i] * (x - bfv(sm.q[i * kLdD + n0 + c]) * sum_parts(sm.r.l2.dotq, i));
-    });
-    dk.each([&](int r, int c, float& x) {
-      const int i = m0 + r;
-      x = sm.rk[i] * (x - bfv(sm.k[i * kLdD + n0 + c]) * sum_parts(sm.r.l2.dotk, i));
-    });
+    auto l2_bwd = [&](Acc<16, 32>& dx, const bf16* xn, const Parts& dot, const float* rstd) {
+      dx.each_pair([&](int r, int c, float& x0, float& x1) {
+        const int i = m0 + r;
+        const float2 y =
+            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xn + i * kLdD + n0 + c));
+        const float d = sum_parts(dot, i), rs = rstd[i];
+        x0 = rs * (x0 - y.x * d);
+        x1 = rs * (x1 - y.y * d);
+      });
+    };
+    l2_bwd(dq, sm.q, sm.r.l2.dotq, sm.rq);
+    l2_bwd(dk, sm.k, sm.r.l2.dotk, sm.rk);
   }
   store_acc_bf16(dq, dq_out.at(b, t0 + m0, hk) + n0, dq_out.st, L - m0);
   store_acc_bf16(dk, dk_out.at(b, t0 + m0, hk) + n0, dk_out.st, L - m0);
