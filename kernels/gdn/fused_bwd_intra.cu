@@ -323,15 +323,21 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       add_row_sums(a, m0, nn, sm.dG, rs, [](int, int, float x) { return x; });
       add_col_sums(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
     }
-    { // <S0, dSL> for dG_last
+    { // <S0, dSL> for dG_last, in 16-byte pieces
+      static_assert(kD * kD / 8 % kIntraThreads == 0);
       float s = 0.f;
-      for (int e = tid; e < kD * kD / 2; e += kIntraThreads) {
-        const int i = e / (kD / 2), j = 2 * (e % (kD / 2));
-        const float2 a =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(sm.s0 + i * kLdD + j));
-        const float2 d =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(sm.dsl + i * kLdD + j));
-        s += a.x * d.x + a.y * d.y;
+#pragma unroll
+      for (int it = 0; it < kD * kD / 8 / kIntraThreads; ++it) {
+        const int e = tid + it * kIntraThreads, i = e / (kD / 8), j = 8 * (e % (kD / 8));
+        const uint4 a4 = *reinterpret_cast<const uint4*>(sm.s0 + i * kLdD + j);
+        const uint4 d4 = *reinterpret_cast<const uint4*>(sm.dsl + i * kLdD + j);
+        const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a4);
+        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&d4);
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const float2 a = __bfloat1622float2(a2[p]), d = __bfloat1622float2(d2[p]);
+          s += a.x * d.x + a.y * d.y;
+        }
       }
       s = warp_sum(s);
       if ((tid & 31) == 0)
