@@ -122,24 +122,34 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
       load_tile_async<kC, kD, kThreads>(sm.v[s ^ 1], kLdD, in.v.at(b, t0, h + 1), in.v.st, L);
     cp_async_commit();
     const float *G = Gs + hv * kC, *beta = betas + hv * kC;
-    kk.each([&](int r, int c, float y) {
+    kk.each_pair([&](int r, int c, float y0, float y1) {
       const int i = pm0 + r, j = pn0 + c;
-      sm.r.solve.lf[i * kLdF + j] = i > j ? y * __expf(G[i] - G[j]) : 0.f;
+      const float gi = G[i];
+      const float2 gj = *reinterpret_cast<const float2*>(G + j);
+      *reinterpret_cast<float2*>(sm.r.solve.lf + i * kLdF + j) = make_float2(
+          i > j ? y0 * __expf(gi - gj.x) : 0.f, i > j + 1 ? y1 * __expf(gi - gj.y) : 0.f);
     });
     for (int i = tid; i < kC * kLdF / 4; i += kThreads)
       reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
     invert_unit_lower(sm.r.solve.lf, beta, sm.qa.ainv, sm.r.solve.tmp);
     bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
-    for (int e = tid; e < kC * kC / 2; e += kThreads) { // column pairs
-      const int i = e / (kC / 2), j = 2 * (e % (kC / 2));
-      const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
-      const float ab0 = a.x * beta[j], ab1 = a.y * beta[j + 1];
-      *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
-          __floats2bfloat162_rn(ab0, ab1);
-      *reinterpret_cast<__nv_bfloat162*>(sm.r.a.gamma + i * kLdC + j) =
-          __floats2bfloat162_rn(ab0 * __expf(G[j]), ab1 * __expf(G[j + 1]));
-      if constexpr (kContext)
-        *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
+    { // column pairs: thread tid has columns j, j + 1 of rows tid / 32 + 8 r
+      constexpr int kRowStep = kThreads / (kC / 2);
+      static_assert(kThreads % (kC / 2) == 0 && kC % kRowStep == 0);
+      const int j = 2 * (tid % (kC / 2));
+      const float b0 = beta[j], b1 = beta[j + 1], e0 = __expf(G[j]), e1 = __expf(G[j + 1]);
+#pragma unroll
+      for (int r = 0; r < kC / kRowStep; ++r) {
+        const int i = tid / (kC / 2) + kRowStep * r;
+        const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
+        const float ab0 = a.x * b0, ab1 = a.y * b1;
+        *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
+            __floats2bfloat162_rn(ab0, ab1);
+        *reinterpret_cast<__nv_bfloat162*>(sm.r.a.gamma + i * kLdC + j) =
+            __floats2bfloat162_rn(ab0 * e0, ab1 * e1);
+        if constexpr (kContext)
+          *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
+      }
     }
     cp_async_wait<1>(); // this head's V
     __syncthreads();
