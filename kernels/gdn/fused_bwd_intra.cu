@@ -38,8 +38,9 @@ constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
 constexpr int kSlots = 8;
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
 
-// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
-template <int WM, int WN, class F>
+// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0;
+// = instead of += with kSet (and likewise below).
+template <bool kSet = false, int WM, int WN, class F>
 __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
                                              int slot, F&& f) {
   const int lane = threadIdx.x & 31;
@@ -57,14 +58,14 @@ __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, P
       s = quad_sum(s);
       __syncwarp();
       if (lane % 4 == 0)
-        part[slot][row] += s;
+        part[slot][row] = kSet ? s : part[slot][row] + s;
       __syncwarp();
     }
 }
 
 // part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
 // memory (row stride ld) read in the fragment's column pairs.
-template <int WM, int WN>
+template <bool kSet = false, int WM, int WN>
 __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
                                              int slot, const bf16* t, int ld) {
   const int lane = threadIdx.x & 31;
@@ -84,13 +85,13 @@ __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, P
       s = quad_sum(s);
       __syncwarp();
       if (lane % 4 == 0)
-        part[slot][row] += s;
+        part[slot][row] = kSet ? s : part[slot][row] + s;
       __syncwarp();
     }
 }
 
 // part[slot][col] += sum over the warp tile's rows of f(row, col, value).
-template <int WM, int WN, class F>
+template <bool kSet = false, int WM, int WN, class F>
 __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
                                              int slot, F&& f) {
   const int lane = threadIdx.x & 31;
@@ -108,13 +109,13 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
       s = column_sum(s);
       __syncwarp();
       if (lane < 4)
-        part[slot][col] += s;
+        part[slot][col] = kSet ? s : part[slot][col] + s;
       __syncwarp();
     }
 }
 
 // part[slot][col] += sum over the warp tile's rows of value * t(row, col), t as in add_row_dots.
-template <int WM, int WN>
+template <bool kSet = false, int WM, int WN>
 __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
                                              int slot, const bf16* t, int ld) {
   const int lane = threadIdx.x & 31;
@@ -135,8 +136,8 @@ __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, P
     s1 = column_sum(s1);
     __syncwarp();
     if (lane < 4) {
-      part[slot][col] += s0;
-      part[slot][col + 1] += s1;
+      part[slot][col] = kSet ? s0 : part[slot][col] + s0;
+      part[slot][col + 1] = kSet ? s1 : part[slot][col + 1] + s1;
     }
     __syncwarp();
   }
@@ -173,7 +174,8 @@ struct IntraSmem {
   float G[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity
   float rq[kC], rk[kC];
   // partial sums, per slot (see kSlots) or per warp: dG, dbeta, the two row dots with k (cl, cw),
-  // <S0, dSL>; the tail that reads them clears them for the next head
+  // <S0, dSL>. Each entry has one warp, fixed across heads, that updates it, and each head's first
+  // update of it sets it, so no clearing is needed; the entries that no warp updates stay zero.
   Parts dG, dB, cl, cw;
   float s0dsl[kWarps];
 };
@@ -285,13 +287,13 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       beta[tid] = nbeta;
     }
     cp_async_wait<2>();
-    __syncthreads(); // do and S0 have landed; the previous head's tail has cleared the sums
+    __syncthreads(); // do and S0 have landed; the previous head's tail has read the sums
 
     // dq += scale Gm .* (do S0^T); dG += row dots with q
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
-    add_row_dots(X, m0, n0, sm.dG, rs, sm.q, kLdD);
+    add_row_dots<true>(X, m0, n0, sm.dG, rs, sm.q, kLdD);
     dq.add(X);
     cp_async_wait<1>();
     __syncthreads(); // v_new and dSL have landed
@@ -299,7 +301,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
-    add_row_dots(X, m0, n0, sm.cl, rs, sm.k, kLdD);
+    add_row_dots<true>(X, m0, n0, sm.cl, rs, sm.k, kLdD);
     dk.add(X);
     if (!upper) { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
       Acc<16, 16> a;
@@ -321,7 +323,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         x1 = d1 * qk.y;
       });
       add_row_sums(a, m0, nn, sm.dG, rs, [](int, int, float x) { return x; });
-      add_col_sums(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
+      add_col_sums<true>(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
     }
     { // <S0, dSL> for dG_last, in 16-byte pieces
       static_assert(kD * kD / 8 % kIntraThreads == 0);
@@ -374,7 +376,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       a2.zero();
       warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, m0, nn);
       warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, m0, nn);
-      add_col_dots(a1, m0, nn, sm.dB, cs, A, kLdC);
+      add_col_dots<true>(a1, m0, nn, sm.dB, cs, A, kLdC);
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = m0 + r, j = nn + c;
         const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
@@ -384,7 +386,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
     warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.nu, kLdD, m0, n0, m0, kC);
-    add_row_dots(X, m0, n0, sm.cw, rs, sm.k, kLdD);
+    add_row_dots<true>(X, m0, n0, sm.cw, rs, sm.k, kLdD);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
     __syncthreads(); // v and dw are dead
@@ -423,22 +425,21 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         x0 = d0 * sm.qkkk[j * kLdF + i];
         x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
       });
-      add_row_sums(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
+      add_row_sums<true>(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
       add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
       add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
 
-    if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta; clear the sums
+    if (warp == 0) { // assemble dG, reverse cumsum -> dg
       const int lane = tid;
-      float d[2], cl[2], cw[2], cl_sum = 0.f;
+      float d[2], cl_sum = 0.f;
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int i = 2 * lane + e;
-        cl[e] = sum_parts(sm.cl, i);
-        cw[e] = sum_parts(sm.cw, i);
-        cl_sum += cl[e];
-        d[e] = sum_parts(sm.dG, i) - cl[e] + beta[i] * gam[i] * cw[e];
+        const float cl = sum_parts(sm.cl, i);
+        cl_sum += cl;
+        d[e] = sum_parts(sm.dG, i) - cl + beta[i] * gam[i] * sum_parts(sm.cw, i);
       }
       cl_sum = warp_sum(cl_sum);
       float s0dsl = 0.f;
@@ -458,15 +459,16 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       }
       const float dg[2] = {x, x - d[0]};
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int i = 2 * lane + e;
-        if (i < L) {
-          *dg_out.at(b, t0 + i, h) = dg[e];
-          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * cw[e]);
-        }
+      for (int e = 0; e < 2; ++e)
+        if (2 * lane + e < L)
+          *dg_out.at(b, t0 + 2 * lane + e, h) = dg[e];
+    } else if (warp == 1) { // dbeta
 #pragma unroll
-        for (int w = 0; w < kSlots; ++w)
-          sm.dG[w][i] = sm.dB[w][i] = sm.cl[w][i] = sm.cw[w][i] = 0.f;
+      for (int e = 0; e < 2; ++e) {
+        const int i = 2 * (tid - 32) + e;
+        if (i < L)
+          *db_out.at(b, t0 + i, h) =
+              __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * sum_parts(sm.cw, i));
       }
     }
   }
