@@ -38,8 +38,9 @@ constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
 constexpr int kSlots = 8;
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
 
-// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
-template <int WM, int WN, class F>
+// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0;
+// = instead of += with kSet (and likewise below).
+template <bool kSet = false, int WM, int WN, class F>
 __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
                                              int slot, F&& f) {
   const int lane = threadIdx.x & 31;
@@ -57,13 +58,40 @@ __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, P
       s = quad_sum(s);
       __syncwarp();
       if (lane % 4 == 0)
-        part[slot][row] += s;
+        part[slot][row] = kSet ? s : part[slot][row] + s;
+      __syncwarp();
+    }
+}
+
+// part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
+// memory (row stride ld) read in the fragment's column pairs.
+template <bool kSet = false, int WM, int WN>
+__device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, const bf16* t, int ld) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int row = m0 + 16 * i + lane / 4 + 8 * hi;
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
+        const float2 y = __bfloat1622float2(
+            *reinterpret_cast<const __nv_bfloat162*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
+        s += acc.c[i][j][2 * hi] * y.x;
+        s += acc.c[i][j][2 * hi + 1] * y.y;
+      }
+      s = quad_sum(s);
+      __syncwarp();
+      if (lane % 4 == 0)
+        part[slot][row] = kSet ? s : part[slot][row] + s;
       __syncwarp();
     }
 }
 
 // part[slot][col] += sum over the warp tile's rows of f(row, col, value).
-template <int WM, int WN, class F>
+template <bool kSet = false, int WM, int WN, class F>
 __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
                                              int slot, F&& f) {
   const int lane = threadIdx.x & 31;
@@ -81,9 +109,50 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
       s = column_sum(s);
       __syncwarp();
       if (lane < 4)
-        part[slot][col] += s;
+        part[slot][col] = kSet ? s : part[slot][col] + s;
       __syncwarp();
     }
+}
+
+// part[slot][col] += sum over the warp tile's rows of value * t(row, col), t as in add_row_dots.
+template <bool kSet = false, int WM, int WN>
+__device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, const bf16* t, int ld) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int i = 0; i < Acc<WM, WN>::MI; ++i)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
+            t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
+        s0 += acc.c[i][j][2 * hi] * y.x;
+        s1 += acc.c[i][j][2 * hi + 1] * y.y;
+      }
+    s0 = column_sum(s0);
+    s1 = column_sum(s1);
+    __syncwarp();
+    if (lane < 4) {
+      part[slot][col] = kSet ? s0 : part[slot][col] + s0;
+      part[slot][col + 1] = kSet ? s1 : part[slot][col + 1] + s1;
+    }
+    __syncwarp();
+  }
+}
+
+// acc += A B over the 16-wide k-steps in [k_lo, k_hi) (warp-uniform multiples of 16) of a K = kC
+// product: the products with the triangular A and dA skip the steps that meet only their zeros.
+template <Lay LA, Lay LB, int WM, int WN>
+__device__ __forceinline__ void warp_mma_k(Acc<WM, WN>& acc, const bf16* A, int lda, const bf16* B,
+                                           int ldb, int m0, int n0, int k_lo, int k_hi) {
+#pragma unroll
+  for (int k0 = 0; k0 < kC; k0 += 16)
+    if (k0 >= k_lo && k0 < k_hi)
+      warp_mma<LA, LB, 16>(acc, A + (LA == Lay::MK ? k0 : k0 * lda), lda,
+                           B + (LB == Lay::NK ? k0 : k0 * ldb), ldb, m0, n0);
 }
 
 // 224.5 KB, one CTA per SM.
@@ -105,7 +174,8 @@ struct IntraSmem {
   float G[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity
   float rq[kC], rk[kC];
   // partial sums, per slot (see kSlots) or per warp: dG, dbeta, the two row dots with k (cl, cw),
-  // <S0, dSL>; the tail that reads them clears them for the next head
+  // <S0, dSL>. Each entry has one warp, fixed across heads, that updates it, and each head's first
+  // update of it sets it, so no clearing is needed; the entries that no warp updates stay zero.
   Parts dG, dB, cl, cw;
   float s0dsl[kWarps];
 };
@@ -121,6 +191,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   // 64 x 64 one; rs, cs: its Parts slots of row and column sums
   const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4), nn = 16 * (warp / 4);
   const int rs = warp / 4, cs = 4 + warp % 4;
+  // the 64 x 64 tile is above the diagonal: zero in the masked products (dQK, dA, dL) and in A,
+  // so those warps skip them and the sums they would feed
+  const bool upper = nn > m0;
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
 
   const size_t krow0 = (size_t(blockIdx.y) * geo.NT + n) * kC;
@@ -214,14 +287,13 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       beta[tid] = nbeta;
     }
     cp_async_wait<2>();
-    __syncthreads(); // do and S0 have landed; the previous head's tail has cleared the sums
+    __syncthreads(); // do and S0 have landed; the previous head's tail has read the sums
 
     // dq += scale Gm .* (do S0^T); dG += row dots with q
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.dG, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
+    add_row_dots<true>(X, m0, n0, sm.dG, rs, sm.q, kLdD);
     dq.add(X);
     cp_async_wait<1>();
     __syncthreads(); // v_new and dSL have landed
@@ -229,31 +301,45 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.cl, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
+    add_row_dots<true>(X, m0, n0, sm.cl, rs, sm.k, kLdD);
     dk.add(X);
-    { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
+    if (!upper) { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
       Acc<16, 16> a;
       a.zero();
       warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
-      a.each([&](int r, int c, float& x) {
+      a.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
-        const float dm = i >= j ? geo.scale * x * __expf(G[i] - G[j]) : 0.f;
-        sm.sums[i * kLdF + j] += dm;
-        x = dm * sm.qkkk[i * kLdF + j];
+        const float gi = G[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G + j);
+        const float2 qk = *reinterpret_cast<const float2*>(sm.qkkk + i * kLdF + j);
+        float2& sum = *reinterpret_cast<float2*>(sm.sums + i * kLdF + j);
+        const float d0 = i >= j ? geo.scale * x0 * __expf(gi - gj.x) : 0.f;
+        const float d1 = i >= j + 1 ? geo.scale * x1 * __expf(gi - gj.y) : 0.f;
+        float2 t = sum;
+        t.x += d0;
+        t.y += d1;
+        sum = t;
+        x0 = d0 * qk.x;
+        x1 = d1 * qk.y;
       });
       add_row_sums(a, m0, nn, sm.dG, rs, [](int, int, float x) { return x; });
-      add_col_sums(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
+      add_col_sums<true>(a, m0, nn, sm.dG, cs, [](int, int, float x) { return -x; });
     }
-    { // <S0, dSL> for dG_last
+    { // <S0, dSL> for dG_last, in 16-byte pieces
+      static_assert(kD * kD / 8 % kIntraThreads == 0);
       float s = 0.f;
-      for (int e = tid; e < kD * kD / 2; e += kIntraThreads) {
-        const int i = e / (kD / 2), j = 2 * (e % (kD / 2));
-        const float2 a =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(sm.s0 + i * kLdD + j));
-        const float2 d =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(sm.dsl + i * kLdD + j));
-        s += a.x * d.x + a.y * d.y;
+#pragma unroll
+      for (int it = 0; it < kD * kD / 8 / kIntraThreads; ++it) {
+        const int e = tid + it * kIntraThreads, i = e / (kD / 8), j = 8 * (e % (kD / 8));
+        const uint4 a4 = *reinterpret_cast<const uint4*>(sm.s0 + i * kLdD + j);
+        const uint4 d4 = *reinterpret_cast<const uint4*>(sm.dsl + i * kLdD + j);
+        const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a4);
+        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&d4);
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const float2 a = __bfloat1622float2(a2[p]), d = __bfloat1622float2(d2[p]);
+          s += a.x * d.x + a.y * d.y;
+        }
       }
       s = warp_sum(s);
       if ((tid & 31) == 0)
@@ -273,7 +359,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     store_acc_bf16(X, sm.nu + m0 * kLdD + n0, kLdD);
     // dv = beta .* (A^T dnu)
     X.zero();
-    warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.dnu, kLdD, m0, n0);
+    warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.dnu, kLdD, m0, n0, m0, kC);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r]; });
     store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
     cp_async_wait<1>();
@@ -282,15 +368,15 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       issue_s0(rr + 1);
     cp_async_commit();
 
-    { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)); dbeta += column sums of
-      // A .* (dnu V^T), the row dots of A^T dnu with v
+    if (!upper) { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)) (its tiles above
+      // the diagonal are never read); dbeta += column sums of A .* (dnu V^T), the row dots of
+      // A^T dnu with v
       Acc<16, 16> a1, a2;
       a1.zero();
       a2.zero();
       warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, m0, nn);
       warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, m0, nn);
-      add_col_sums(a1, m0, nn, sm.dB, cs,
-                   [&](int i, int j, float x) { return x * bfv(A[i * kLdC + j]); });
+      add_col_dots<true>(a1, m0, nn, sm.dB, cs, A, kLdC);
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = m0 + r, j = nn + c;
         const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
@@ -299,9 +385,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     }
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
-    warp_mma<Lay::KM, Lay::KN, kC>(X, A, kLdC, sm.nu, kLdD, m0, n0);
-    add_row_sums(X, m0, n0, sm.cw, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
+    warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.nu, kLdD, m0, n0, m0, kC);
+    add_row_dots<true>(X, m0, n0, sm.cw, rs, sm.k, kLdD);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
     __syncthreads(); // v and dw are dead
@@ -310,10 +395,10 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       issue_dsl(rr + 1);
     }
     cp_async_commit();
-    { // t2 = dA A^T
+    { // t2 = dA A^T, over k <= min(i, j)
       Acc<16, 16> z;
       z.zero();
-      warp_mma<Lay::MK, Lay::NK, kC>(z, dA, kLdC, A, kLdC, m0, nn);
+      warp_mma_k<Lay::MK, Lay::NK>(z, dA, kLdC, A, kLdC, m0, nn, 0, min(m0, nn) + 16);
       store_acc_bf16(z, sm.r.t2 + m0 * kLdC + nn, kLdC);
     }
     __syncthreads(); // dv_new and dA are dead
@@ -323,33 +408,38 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       load_scalars(rr + 1);
     }
     cp_async_commit();
-    { // dL = -A^T t2 (strictly lower) -> dbeta, dG, and dP = dL .* beta_i D into the sums
+    if (!upper) { // dL = -A^T t2 (strictly lower) -> dbeta, dG; dP = dL .* beta_i D -> sums
       Acc<16, 16> dl;
       dl.zero();
-      warp_mma<Lay::KM, Lay::KN, kC>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn);
-      dl.each([&](int r, int c, float& x) {
+      warp_mma_k<Lay::KM, Lay::KN>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn, m0, kC);
+      dl.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
-        const float d = i > j ? -x * __expf(G[i] - G[j]) : 0.f;
+        const float gi = G[i], bi = beta[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G + j);
+        const float d0 = i > j ? -x0 * __expf(gi - gj.x) : 0.f;
+        const float d1 = i > j + 1 ? -x1 * __expf(gi - gj.y) : 0.f;
         if (i > j)
-          sm.sums[j * kLdF + i] += d * beta[i];
-        x = d * sm.qkkk[j * kLdF + i];
+          sm.sums[j * kLdF + i] += d0 * bi;
+        if (i > j + 1)
+          sm.sums[(j + 1) * kLdF + i] += d1 * bi;
+        x0 = d0 * sm.qkkk[j * kLdF + i];
+        x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
       });
-      add_row_sums(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
+      add_row_sums<true>(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
       add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
       add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
 
-    if (warp == 0) { // assemble dG, reverse cumsum -> dg; write dg and dbeta; clear the sums
+    if (warp == 0) { // assemble dG, reverse cumsum -> dg
       const int lane = tid;
-      float d[2], cl[2], cw[2], cl_sum = 0.f;
+      float d[2], cl_sum = 0.f;
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int i = 2 * lane + e;
-        cl[e] = sum_parts(sm.cl, i);
-        cw[e] = sum_parts(sm.cw, i);
-        cl_sum += cl[e];
-        d[e] = sum_parts(sm.dG, i) - cl[e] + beta[i] * gam[i] * cw[e];
+        const float cl = sum_parts(sm.cl, i);
+        cl_sum += cl;
+        d[e] = sum_parts(sm.dG, i) - cl + beta[i] * gam[i] * sum_parts(sm.cw, i);
       }
       cl_sum = warp_sum(cl_sum);
       float s0dsl = 0.f;
@@ -369,15 +459,16 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       }
       const float dg[2] = {x, x - d[0]};
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int i = 2 * lane + e;
-        if (i < L) {
-          *dg_out.at(b, t0 + i, h) = dg[e];
-          *db_out.at(b, t0 + i, h) = __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * cw[e]);
-        }
+      for (int e = 0; e < 2; ++e)
+        if (2 * lane + e < L)
+          *dg_out.at(b, t0 + 2 * lane + e, h) = dg[e];
+    } else if (warp == 1) { // dbeta
 #pragma unroll
-        for (int w = 0; w < kSlots; ++w)
-          sm.dG[w][i] = sm.dB[w][i] = sm.cl[w][i] = sm.cw[w][i] = 0.f;
+      for (int e = 0; e < 2; ++e) {
+        const int i = 2 * (tid - 32) + e;
+        if (i < L)
+          *db_out.at(b, t0 + i, h) =
+              __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * sum_parts(sm.cw, i));
       }
     }
   }
@@ -397,19 +488,21 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.ab[0], kLdC, sm.q, kLdD, m0, n0);
   warp_mma<Lay::MK, Lay::KN, kC>(dk, sm.ab[1], kLdC, sm.k, kLdD, m0, n0);
   if (geo.l2) { // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
-    add_row_sums(dq, m0, n0, sm.r.l2.dotq, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
-    add_row_sums(dk, m0, n0, sm.r.l2.dotk, rs,
-                 [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
+    add_row_dots(dq, m0, n0, sm.r.l2.dotq, rs, sm.q, kLdD);
+    add_row_dots(dk, m0, n0, sm.r.l2.dotk, rs, sm.k, kLdD);
     __syncthreads();
-    dq.each([&](int r, int c, float& x) {
-      const int i = m0 + r;
-      x = sm.rq[i] * (x - bfv(sm.q[i * kLdD + n0 + c]) * sum_parts(sm.r.l2.dotq, i));
-    });
-    dk.each([&](int r, int c, float& x) {
-      const int i = m0 + r;
-      x = sm.rk[i] * (x - bfv(sm.k[i * kLdD + n0 + c]) * sum_parts(sm.r.l2.dotk, i));
-    });
+    auto l2_bwd = [&](Acc<16, 32>& dx, const bf16* xn, const Parts& dot, const float* rstd) {
+      dx.each_pair([&](int r, int c, float& x0, float& x1) {
+        const int i = m0 + r;
+        const float2 y =
+            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xn + i * kLdD + n0 + c));
+        const float d = sum_parts(dot, i), rs = rstd[i];
+        x0 = rs * (x0 - y.x * d);
+        x1 = rs * (x1 - y.y * d);
+      });
+    };
+    l2_bwd(dq, sm.q, sm.r.l2.dotq, sm.rq);
+    l2_bwd(dk, sm.k, sm.r.l2.dotk, sm.rk);
   }
   store_acc_bf16(dq, dq_out.at(b, t0 + m0, hk) + n0, dq_out.st, L - m0);
   store_acc_bf16(dk, dk_out.at(b, t0 + m0, hk) + n0, dk_out.st, L - m0);

@@ -11,8 +11,8 @@
 //   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; context: stored in bf16)
 //   u    = A diag(beta) V,  w = A diag(beta exp(G)) K
 // Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared
-// memory; K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on a 2 x 4 grid of
-// 32 x 32.
+// memory; K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on 2 x 16 rows (bands
+// paired to balance A's triangle) x 32 columns per warp.
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -111,7 +111,9 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
   }
   __syncthreads(); // Q is dead: its buffer takes A^-1
 
-  const int um0 = 32 * (warp % 2), un0 = 32 * (warp / 2);
+  // u, w: warp w has the 16-row bands w % 2 and 3 - w % 2 (five k-steps of A's lower triangle on
+  // every warp) and the columns un0 .. un0 + 31
+  const int ub0 = 16 * (warp % 2), ub1 = 48 - ub0, un0 = 32 * (warp / 2);
   for (int hv = 0; hv < geo.group; ++hv) {
     const int h = h0 + hv, s = hv % 2;
     const bool more = hv + 1 < geo.group;
@@ -120,38 +122,61 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
       load_tile_async<kC, kD, kThreads>(sm.v[s ^ 1], kLdD, in.v.at(b, t0, h + 1), in.v.st, L);
     cp_async_commit();
     const float *G = Gs + hv * kC, *beta = betas + hv * kC;
-    kk.each([&](int r, int c, float y) {
+    kk.each_pair([&](int r, int c, float y0, float y1) {
       const int i = pm0 + r, j = pn0 + c;
-      sm.r.solve.lf[i * kLdF + j] = i > j ? y * __expf(G[i] - G[j]) : 0.f;
+      const float gi = G[i];
+      const float2 gj = *reinterpret_cast<const float2*>(G + j);
+      *reinterpret_cast<float2*>(sm.r.solve.lf + i * kLdF + j) = make_float2(
+          i > j ? y0 * __expf(gi - gj.x) : 0.f, i > j + 1 ? y1 * __expf(gi - gj.y) : 0.f);
     });
     for (int i = tid; i < kC * kLdF / 4; i += kThreads)
       reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
     invert_unit_lower(sm.r.solve.lf, beta, sm.qa.ainv, sm.r.solve.tmp);
     bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
-    for (int e = tid; e < kC * kC / 2; e += kThreads) { // column pairs
-      const int i = e / (kC / 2), j = 2 * (e % (kC / 2));
-      const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
-      const float ab0 = a.x * beta[j], ab1 = a.y * beta[j + 1];
-      *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
-          __floats2bfloat162_rn(ab0, ab1);
-      *reinterpret_cast<__nv_bfloat162*>(sm.r.a.gamma + i * kLdC + j) =
-          __floats2bfloat162_rn(ab0 * __expf(G[j]), ab1 * __expf(G[j + 1]));
-      if constexpr (kContext)
-        *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
+    { // column pairs: thread tid has columns j, j + 1 of rows tid / 32 + 8 r
+      constexpr int kRowStep = kThreads / (kC / 2);
+      static_assert(kThreads % (kC / 2) == 0 && kC % kRowStep == 0);
+      const int j = 2 * (tid % (kC / 2));
+      const float b0 = beta[j], b1 = beta[j + 1], e0 = __expf(G[j]), e1 = __expf(G[j + 1]);
+#pragma unroll
+      for (int r = 0; r < kC / kRowStep; ++r) {
+        const int i = tid / (kC / 2) + kRowStep * r;
+        const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
+        const float ab0 = a.x * b0, ab1 = a.y * b1;
+        *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
+            __floats2bfloat162_rn(ab0, ab1);
+        *reinterpret_cast<__nv_bfloat162*>(sm.r.a.gamma + i * kLdC + j) =
+            __floats2bfloat162_rn(ab0 * e0, ab1 * e1);
+        if constexpr (kContext)
+          *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
+      }
     }
     cp_async_wait<1>(); // this head's V
     __syncthreads();
 
-    // u = A_beta V and w = A_gamma K on a 2 x 4 grid of 32 x 32 warp tiles, staged in V's and
-    // A^-1's buffers so that they leave in coalesced 16-byte pieces.
-    Acc<32, 32> acc;
-    acc.zero();
-    warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.beta, kLdC, sm.v[s], kLdD, um0, un0);
+    // u = A_beta V and w = A_gamma K, row band b over k < 16 (b + 1) only (A is lower
+    // triangular), staged in V's and A^-1's buffers so that they leave in coalesced 16-byte pieces.
+    Acc<16, 32> acc0, acc1;
+    auto a_times = [&](const bf16* a, const bf16* x) {
+      acc0.zero();
+      acc1.zero();
+      if (ub0 == 0) {
+        warp_mma<Lay::MK, Lay::KN, 16>(acc0, a, kLdC, x, kLdD, 0, un0);
+        warp_mma<Lay::MK, Lay::KN, 64>(acc1, a, kLdC, x, kLdD, 48, un0);
+      } else {
+        warp_mma<Lay::MK, Lay::KN, 32>(acc0, a, kLdC, x, kLdD, 16, un0);
+        warp_mma<Lay::MK, Lay::KN, 48>(acc1, a, kLdC, x, kLdD, 32, un0);
+      }
+    };
+    auto stage = [&](bf16* dst) {
+      store_acc_bf16(acc0, dst + ub0 * kLdD + un0, kLdD);
+      store_acc_bf16(acc1, dst + ub1 * kLdD + un0, kLdD);
+    };
+    a_times(sm.r.a.beta, sm.v[s]);
     __syncthreads(); // every warp is done with V
-    store_acc_bf16(acc, sm.v[s] + um0 * kLdD + un0, kLdD);
-    acc.zero();
-    warp_mma<Lay::MK, Lay::KN, kC>(acc, sm.r.a.gamma, kLdC, sm.k, kLdD, um0, un0);
-    store_acc_bf16(acc, sm.qa.q + um0 * kLdD + un0, kLdD);
+    stage(sm.v[s]);
+    a_times(sm.r.a.gamma, sm.k);
+    stage(sm.qa.q);
     __syncthreads();
     store_tile<kC, kD>(ws.u + row0 * kD, kD, sm.v[s], kLdD);
     store_tile<kC, kD>(ws.w + row0 * kD, kD, sm.qa.q, kLdD);
