@@ -370,9 +370,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     spec.seed = cfg.seed;
     spec.qk_scale = cfg.l2norm ? 1.f : 1.f / std::sqrt(float(ns.shape.head_dim_k));
     err << "gdn-bench: " << label << ": preparing inputs\n";
-    size_t ws = 0, ctx = 0;
+    size_t ws = 0, ctx = 0; // for the selected backends and the oracle, which always runs
     for (const auto& b : backends)
-      if (b->unsupported(dev, ns.shape).empty() && selected(*b)) {
+      if (b->unsupported(dev, ns.shape).empty() && (selected(*b) || b == backends.front())) {
         ws = std::max(
             {ws, b->workspace_bytes(ns.shape, Pass::fwd), b->workspace_bytes(ns.shape, Pass::bwd)});
         ctx = std::max(ctx, b->saved_bytes(ns.shape));

@@ -44,7 +44,7 @@ SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
     timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-bench" --check \
       --backend fused --shape 1,200,2,4,128 --initial-state >>"$OUT/sanitizers.txt" 2>&1
     echo "$tool gdn-bench --check rc=$?"
-    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-gpu-tests" --quick \
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gdn-gpu-tests" --quick \
       >>"$OUT/sanitizers.txt" 2>&1
     echo "$tool gdn-gpu-tests --quick rc=$?"
   done
