@@ -32,19 +32,30 @@ constexpr size_t kCudnnWorkspace = size_t(64) << 20;
 // cuDNN is opened at run time, not linked: a qwen-recipe built with this baseline still starts
 // where no libcudnn.so.9 is installed (a login node, CI), and only this backend says it cannot
 // run. The pointers take the API's names, so the code below reads as plain cuDNN calls.
+// clang-format off (one API function per line)
 #define QR_CUDNN_API(X)                                                                            \
   X(cudnnGetErrorString)                                                                           \
-  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnCreateTensorDescriptor)                  \
-      X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptorEx)                              \
-          X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor)                           \
-              X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)                    \
-                  X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor)          \
-                      X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)              \
-                          X(cudnnFindConvolutionForwardAlgorithm)                                  \
-                              X(cudnnFindConvolutionBackwardDataAlgorithm)                         \
-                                  X(cudnnFindConvolutionBackwardFilterAlgorithm)                   \
-                                      X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData)   \
-                                          X(cudnnConvolutionBackwardFilter)
+  X(cudnnCreate)                                                                                   \
+  X(cudnnDestroy)                                                                                  \
+  X(cudnnSetStream)                                                                                \
+  X(cudnnCreateTensorDescriptor)                                                                   \
+  X(cudnnDestroyTensorDescriptor)                                                                  \
+  X(cudnnSetTensor4dDescriptorEx)                                                                  \
+  X(cudnnCreateFilterDescriptor)                                                                   \
+  X(cudnnDestroyFilterDescriptor)                                                                  \
+  X(cudnnSetFilter4dDescriptor)                                                                    \
+  X(cudnnCreateConvolutionDescriptor)                                                              \
+  X(cudnnDestroyConvolutionDescriptor)                                                             \
+  X(cudnnSetConvolution2dDescriptor)                                                               \
+  X(cudnnSetConvolutionGroupCount)                                                                 \
+  X(cudnnSetConvolutionMathType)                                                                   \
+  X(cudnnFindConvolutionForwardAlgorithm)                                                          \
+  X(cudnnFindConvolutionBackwardDataAlgorithm)                                                     \
+  X(cudnnFindConvolutionBackwardFilterAlgorithm)                                                   \
+  X(cudnnConvolutionForward)                                                                       \
+  X(cudnnConvolutionBackwardData)                                                                  \
+  X(cudnnConvolutionBackwardFilter)
+// clang-format on
 #define QR_CUDNN_POINTER(name) decltype(&::name) name = nullptr;
 QR_CUDNN_API(QR_CUDNN_POINTER)
 #undef QR_CUDNN_POINTER
