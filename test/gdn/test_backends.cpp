@@ -1,0 +1,63 @@
+// Host-side facts of the CUDA backends that need no GPU: the memory a training step keeps (as
+// documented in docs/gdn-bench.md) and that the cuDNN conv baseline finds cuDNN at run time.
+#define CATCH_CONFIG_MAIN
+#include "conv.h"
+#include "gdn.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+using namespace qr::gdn;
+
+namespace {
+
+size_t rounded(size_t bytes) { // the workspace carver's 256-byte granules
+  return (bytes + 255) / 256 * 256;
+}
+
+// The fused context by its documented layout: per key head qn, kn (bf16) and their rstd (fp32);
+// per value head G (fp32), w, v_new (bf16, D wide), Ms, A (bf16, 64 wide) and h (bf16, D x D per
+// chunk).
+size_t fused_context_bytes(const Shape& s) {
+  const size_t nt = (s.seq_len + 63) / 64, tp = nt * 64, d = 128;
+  const size_t kh = size_t(s.batch) * s.key_heads, vh = size_t(s.batch) * s.value_heads;
+  return 2 * rounded(kh * tp * d * 2) + 2 * rounded(kh * tp * 4) + rounded(vh * tp * 4) +
+         2 * rounded(vh * tp * d * 2) + 2 * rounded(vh * tp * 64 * 2) +
+         rounded(vh * nt * d * d * 2);
+}
+
+std::unique_ptr<Backend> backend(const std::string& name) {
+  for (auto& b : all_backends())
+    if (b->name() == name)
+      return std::move(b);
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("fused keeps the documented context; reference and chunked keep none", "[gdn]") {
+  const Shape s35{4, 4096, 16, 32, 128, 128}, s397{1, 4096, 16, 64, 128, 128};
+  const auto fused = backend("fused");
+  REQUIRE(fused);
+  CHECK(fused->saved_bytes(s35) == fused_context_bytes(s35));
+  CHECK(fused->saved_bytes(s397) == fused_context_bytes(s397));
+  // docs/gdn-bench.md quotes these sizes per GDN layer.
+  CHECK(std::llround(double(fused->saved_bytes(s35)) / 1e5) == 8095);
+  CHECK(std::llround(double(fused->saved_bytes(s397)) / 1e5) == 3707);
+  // A ragged T rounds to whole chunks.
+  const Shape ragged{2, 70, 2, 4, 128, 128};
+  CHECK(fused->saved_bytes(ragged) == fused_context_bytes(ragged));
+  for (const char* name : {"reference", "chunked"}) {
+    const auto b = backend(name);
+    REQUIRE(b);
+    CHECK(b->saved_bytes(s35) == 0);
+  }
+}
+
+TEST_CASE("the cuDNN conv baseline, where built, loads cuDNN at run time", "[gdn][conv]") {
+  const auto cudnn = conv::make_cudnn_backend();
+  if (!cudnn)
+    return; // built without cuDNN: nothing to load
+  // Shape checks come after loading, so an empty answer means every cuDNN function resolved.
+  CHECK(cudnn->unsupported(DeviceInfo{9, 0, 132}, Shape{4, 4096, 16, 32, 128, 128}) == "");
+}
