@@ -6,23 +6,28 @@
 // in-chunk cumsum of g (pad rows repeat the last real G), Gl = G of the last real token,
 // D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl - G):
 //
-//   prep (fused_prep.cu, one CTA per (chunk, value head); parallel):
-//     q, k <- l2norm(q), l2norm(k)                      once per key head: written as qn, kn
+//   prep (fused_prep.cu, one CTA per (chunk, key head) looping over its value heads; parallel):
+//     q, k <- l2norm(q), l2norm(k); Q K^T, K K^T      once per key head: written as qn, kn
 //     Ms   = scale lowerIncl(Q K^T .* D)
-//     A    = (I + strictLower(diag(beta) K K^T .* D))^-1   fp32 block inverse (bwd: kept in bf16)
+//     A    = (I + strictLower(diag(beta) K K^T .* D))^-1   fp32 block inverse (context: bf16)
 //     u    = A diag(beta) V,   w = A diag(beta Gm) K
 //
 //   fwd_scan (fused_scan.cu, one CTA per (BV value columns, value head); sequential over chunks):
-//     v_new = u - w S  and  P = scale diag(Gm) Q S      side by side: warps 0-3 and warps 4-7
+//     v_new = u - w S  and  P = scale diag(Gm) Q S      side by side: two halves of the warps
 //     o = P + Ms v_new
 //     S = exp(Gl) S + K^T diag(El) v_new
-//   save_scan: the same recurrence without o, writing the entering states h_n and v_new (bwd).
+//     (training forward: also the entering states h_n and v_new, into the context)
+//   save_scan: the same recurrence without o, writing h_n and v_new (backward without a context).
 //   bwd_scan (reverse), with dS the gradient of the state leaving the chunk:
 //     dv_new = Ms^T do + diag(El) K dS
 //     dS = exp(Gl) dS + (scale diag(Gm) Q)^T do - w^T dv_new
 //   bwd_intra (fused_bwd_intra.cu, one CTA per (chunk, key head), looping over the group's value
 //   heads): every gradient from h_n, dh_n, v_new, dv_new and the stored A, as in
 //   chunked_bwd_intra.cu, without re-normalising q, k or re-inverting.
+//
+// The context (Workspace, "context" fields) is what a training forward leaves for the backward:
+// with it the backward is bwd_scan -> bwd_intra; without it, prep -> save_scan -> bwd_scan ->
+// bwd_intra.
 //
 // The scans keep the state slice (128 x BV, fp32) in registers and prefetch the next chunk's tiles
 // with cp.async while they compute the current one (two shared-memory stages). BV is 128 when the
