@@ -96,14 +96,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.r.st.s0, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= geo.scale * sm.gam[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.dG,
+    add_row_sums(X, m0, n0, sm.dG, warp,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
     dq.add(X);
     // dk += El .* (nu dSL^T); the row dots with k go to cl (dG_i -= cl_i, dG_last += sum cl)
     X.zero();
     warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.r.st.dsl, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= sm.el[m0 + r]; });
-    add_row_sums(X, m0, n0, sm.cl,
+    add_row_sums(X, m0, n0, sm.cl, warp,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     dk.add(X);
     { // dQK and the dG terms of M = lowerIncl(q k^T .* D)
@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm.t1[i * kLdC + j] = __float2bfloat16(dm * d);
         x1 = dm * x2 * d;
       });
-      add_row_sums(a1, mm, nn, sm.dG, [](int, int, float x) { return x; });
-      add_col_sums(a1, mm, nn, sm.dG, [](int, int, float x) { return -x; });
+      add_row_sums(a1, mm, nn, sm.dG, warp, [](int, int, float x) { return x; });
+      add_col_sums(a1, mm, nn, sm.dG, warp, [](int, int, float x) { return -x; });
     }
     { // <S0, dSL> for dG_last
       float s = 0.f;
@@ -178,14 +178,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     // dv = beta .* (A^T dnu); dbeta += row dots with v
     X.zero();
     warp_mma<Lay::KM, Lay::KN, kC>(X, sm.r.wy.ab, kLdC, sm.dnu, kLdD, m0, n0);
-    add_row_sums(X, m0, n0, sm.dB,
+    add_row_sums(X, m0, n0, sm.dB, warp,
                  [&](int i, int j, float x) { return x * bfv(sm.v[i * kLdD + j]); });
     X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r]; });
     store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
     warp_mma<Lay::KM, Lay::KN, kC>(X, sm.r.wy.ab, kLdC, sm.nu, kLdD, m0, n0);
-    add_row_sums(X, m0, n0, sm.cw,
+    add_row_sums(X, m0, n0, sm.cw, warp,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     X.each([&](int r, int, float& x) { x *= sm.beta[m0 + r] * sm.gam[m0 + r]; });
     dk.add(X);
@@ -208,9 +208,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             __float2bfloat16(i > j ? d * sm.beta[i] * __expf(sm.G[i] - sm.G[j]) : 0.f);
         x = i > j ? d * sm.r.wy.pd[i * kLdF + j] : 0.f;
       });
-      add_row_sums(dl, mm, nn, sm.dB, [](int, int, float x) { return x; });
-      add_row_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return x * sm.beta[i]; });
-      add_col_sums(dl, mm, nn, sm.dG, [&](int i, int, float x) { return -x * sm.beta[i]; });
+      add_row_sums(dl, mm, nn, sm.dB, warp, [](int, int, float x) { return x; });
+      add_row_sums(dl, mm, nn, sm.dG, warp, [&](int i, int, float x) { return x * sm.beta[i]; });
+      add_col_sums(dl, mm, nn, sm.dG, warp, [&](int i, int, float x) { return -x * sm.beta[i]; });
     }
     __syncthreads();
     // dk += (dP + dP^T) k
@@ -253,9 +253,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   if (geo.l2) { // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
-    add_row_sums(dq, m0, n0, sm.dotq,
+    add_row_sums(dq, m0, n0, sm.dotq, warp,
                  [&](int i, int j, float x) { return x * bfv(sm.q[i * kLdD + j]); });
-    add_row_sums(dk, m0, n0, sm.dotk,
+    add_row_sums(dk, m0, n0, sm.dotk, warp,
                  [&](int i, int j, float x) { return x * bfv(sm.k[i * kLdD + j]); });
     __syncthreads();
     dq.each([&](int r, int c, float& x) {

@@ -164,10 +164,12 @@ __device__ __forceinline__ float sum_parts(const Parts& part, int i) {
   return s;
 }
 
-// part[warp][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0.
-template <int WM, int WN, class F>
-__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part, F&& f) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0;
+// = instead of += with kSet. `slot` is the caller's: the warp, or any other fixed owner per entry.
+template <bool kSet = false, int WM, int WN, class F>
+__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, F&& f) {
+  const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int i = 0; i < Acc<WM, WN>::MI; ++i)
 #pragma unroll
@@ -182,15 +184,16 @@ __device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, P
       s = quad_sum(s);
       __syncwarp();
       if (lane % 4 == 0)
-        part[warp][row] += s;
+        part[slot][row] = kSet ? s : part[slot][row] + s;
       __syncwarp();
     }
 }
 
-// part[warp][col] += sum over the warp tile's rows of f(row, col, value).
-template <int WM, int WN, class F>
-__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part, F&& f) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+// part[slot][col] += sum over the warp tile's rows of f(row, col, value); kSet as above.
+template <bool kSet = false, int WM, int WN, class F>
+__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
+                                             int slot, F&& f) {
+  const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
 #pragma unroll
@@ -205,7 +208,7 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
       s = column_sum(s);
       __syncwarp();
       if (lane < 4)
-        part[warp][col] += s;
+        part[slot][col] = kSet ? s : part[slot][col] + s;
       __syncwarp();
     }
 }

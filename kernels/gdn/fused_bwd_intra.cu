@@ -28,6 +28,8 @@
 namespace qr::gdn::fused {
 namespace {
 
+using chunked::add_col_sums;
+using chunked::add_row_sums;
 using chunked::Parts;
 using chunked::store_acc_bf16;
 using chunked::sum_parts;
@@ -37,31 +39,6 @@ constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
 // slot 4 + w % 4 (its row band), so no two warps update one slot's entry in the same pass.
 constexpr int kSlots = 8;
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
-
-// part[slot][row] += sum over the warp tile's columns of f(row, col, value), rows relative to m0;
-// = instead of += with kSet (and likewise below).
-template <bool kSet = false, int WM, int WN, class F>
-__device__ __forceinline__ void add_row_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
-                                             int slot, F&& f) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int i = 0; i < Acc<WM, WN>::MI; ++i)
-#pragma unroll
-    for (int hi = 0; hi < 2; ++hi) {
-      const int row = m0 + 16 * i + lane / 4 + 8 * hi;
-      float s = 0.f;
-#pragma unroll
-      for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          s += f(row, n0 + 8 * j + 2 * (lane % 4) + e, acc.c[i][j][2 * hi + e]);
-      s = quad_sum(s);
-      __syncwarp();
-      if (lane % 4 == 0)
-        part[slot][row] = kSet ? s : part[slot][row] + s;
-      __syncwarp();
-    }
-}
 
 // part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
 // memory (row stride ld) read in the fragment's column pairs.
@@ -86,30 +63,6 @@ __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, P
       __syncwarp();
       if (lane % 4 == 0)
         part[slot][row] = kSet ? s : part[slot][row] + s;
-      __syncwarp();
-    }
-}
-
-// part[slot][col] += sum over the warp tile's rows of f(row, col, value).
-template <bool kSet = false, int WM, int WN, class F>
-__device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
-                                             int slot, F&& f) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int j = 0; j < Acc<WM, WN>::NJ; ++j)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int col = n0 + 8 * j + 2 * (lane % 4) + e;
-      float s = 0.f;
-#pragma unroll
-      for (int i = 0; i < Acc<WM, WN>::MI; ++i)
-#pragma unroll
-        for (int hi = 0; hi < 2; ++hi)
-          s += f(m0 + 16 * i + lane / 4 + 8 * hi, col, acc.c[i][j][2 * hi + e]);
-      s = column_sum(s);
-      __syncwarp();
-      if (lane < 4)
-        part[slot][col] = kSet ? s : part[slot][col] + s;
       __syncwarp();
     }
 }
