@@ -346,11 +346,10 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
   }
   if (cfg.backend != "cudnn")
     backends.push_back(make_fused_backend());
-  int clock_khz = 0, mem_khz = 0, bus_bits = 0, l2 = 0;
+  int clock_khz = 0, mem_khz = 0, bus_bits = 0;
   cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
   cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0);
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
   const double peak_gbps = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
   char when[32];
   const std::time_t now = std::time(nullptr);
@@ -359,11 +358,8 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
       << ", " << dev.sm_count << " SMs; nominal " << int(peak_gbps) << " GB/s)"
       << (cfg.bias ? ", with conv bias" : "") << "\n";
   cudaStream_t st = nullptr;
-  DeviceBuffer flush;
-  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
-  if (cudaStreamCreate(&st) != cudaSuccess ||
-      !flush.alloc(size_t(std::max(l2, 1 << 20)) * 2).empty() ||
-      cudaEventCreate(&ev0) != cudaSuccess || cudaEventCreate(&ev1) != cudaSuccess) {
+  RunTimer timer;
+  if (cudaStreamCreate(&st) != cudaSuccess || !timer.init(st).empty()) {
     err << "gdn-bench --op conv: setup failed\n";
     return 2;
   }
@@ -436,24 +432,13 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
         if (bwd && !no_bwd.empty())
           continue;
         std::vector<float> ms;
-        std::string e;
-        for (int it = 0; it < cfg.warmup + cfg.iters && e.empty(); ++it) {
-          e = cuda_error(cudaMemsetAsync(flush.get(), it & 0xff, flush.bytes(), st), "flush");
-          if (e.empty())
-            e = cuda_error(cudaEventRecord(ev0, st), "event");
-          if (e.empty())
-            e = bwd ? be->run_bwd(p.bwd_args(), p.workspace.get(), st)
-                    : be->run_fwd(p.fwd_args(), p.workspace.get(), st);
-          if (e.empty())
-            e = cuda_error(cudaEventRecord(ev1, st), "event");
-          if (e.empty())
-            e = cuda_error(cudaEventSynchronize(ev1), "run");
-          float t = 0;
-          if (e.empty())
-            e = cuda_error(cudaEventElapsedTime(&t, ev0, ev1), "event");
-          if (it >= cfg.warmup)
-            ms.push_back(t);
-        }
+        const std::string e = timer.time(
+            cfg.warmup, cfg.iters, true,
+            [&] {
+              return bwd ? be->run_bwd(p.bwd_args(), p.workspace.get(), st)
+                         : be->run_fwd(p.fwd_args(), p.workspace.get(), st);
+            },
+            ms);
         if (!e.empty()) {
           err << "gdn-bench --op conv: " << label << ": " << be->name() << ": " << e << "\n";
           failed = true;
@@ -498,8 +483,6 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
       out << line;
     }
   }
-  cudaEventDestroy(ev0);
-  cudaEventDestroy(ev1);
   cudaStreamDestroy(st);
   return failed ? 2 : 0;
 }

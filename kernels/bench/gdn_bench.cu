@@ -346,13 +346,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     err << "gdn-bench: cudaStreamCreate failed\n";
     return 2;
   }
-  int l2 = 0;
-  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
-  DeviceBuffer flush;
-  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
-  if (!flush.alloc(size_t(std::max(l2, 1 << 20)) * 2).empty() ||
-      cudaEventCreate(&ev0) != cudaSuccess || cudaEventCreate(&ev1) != cudaSuccess) {
-    err << "gdn-bench: setup failed: " << cudaGetErrorString(cudaGetLastError()) << "\n";
+  RunTimer timer;
+  if (std::string e = timer.init(st); !e.empty()) {
+    err << "gdn-bench: setup failed: " << e << "\n";
     return 2;
   }
 
@@ -459,23 +455,13 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         GraphExec graph;
         if (e.empty() && cfg.graph)
           e = graph.capture(st, enqueue);
-        for (int it = 0; it < cfg.warmup + cfg.iters && e.empty(); ++it) {
-          if (!cfg.graph)
-            e = cuda_error(cudaMemsetAsync(flush.get(), it & 0xff, flush.bytes(), st), "flush");
-          if (e.empty())
-            e = cuda_error(cudaEventRecord(ev0, st), "event");
-          if (e.empty())
-            e = cfg.graph ? cuda_error(cudaGraphLaunch(graph.exec, st), "graph") : enqueue();
-          if (e.empty())
-            e = cuda_error(cudaEventRecord(ev1, st), "event");
-          if (e.empty())
-            e = cuda_error(cudaEventSynchronize(ev1), "run");
-          float t = 0;
-          if (e.empty())
-            e = cuda_error(cudaEventElapsedTime(&t, ev0, ev1), "event");
-          if (it >= cfg.warmup)
-            ms.push_back(t);
-        }
+        if (e.empty())
+          e = timer.time(
+              cfg.warmup, cfg.iters, !cfg.graph,
+              [&] {
+                return cfg.graph ? cuda_error(cudaGraphLaunch(graph.exec, st), "graph") : enqueue();
+              },
+              ms);
         if (!e.empty()) {
           err << "gdn-bench: " << label << ": " << be->name() << " " << mode << ": " << e << "\n";
           failed = true;
@@ -607,8 +593,6 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       failed = true;
     }
   }
-  cudaEventDestroy(ev0);
-  cudaEventDestroy(ev1);
   cudaStreamDestroy(st);
   return failed ? 2 : 0;
 }

@@ -2,6 +2,7 @@
 #include "common.cuh"
 #include "harness.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -263,6 +264,42 @@ std::string device_info(DeviceInfo& info, std::string& name) {
   QR_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
   info = {prop.major, prop.minor, prop.multiProcessorCount};
   name = prop.name;
+  return {};
+}
+
+RunTimer::~RunTimer() {
+  if (start_)
+    cudaEventDestroy(start_);
+  if (stop_)
+    cudaEventDestroy(stop_);
+}
+
+std::string RunTimer::init(Stream stream) {
+  stream_ = stream;
+  int l2 = 0;
+  QR_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  if (std::string e = flush_.alloc(size_t(std::max(l2, 1 << 20)) * 2); !e.empty())
+    return e;
+  QR_CUDA_TRY(cudaEventCreate(&start_));
+  QR_CUDA_TRY(cudaEventCreate(&stop_));
+  return {};
+}
+
+std::string RunTimer::time(int warmup, int iters, bool flush_l2,
+                           const std::function<std::string()>& enqueue, std::vector<float>& ms) {
+  for (int it = 0; it < warmup + iters; ++it) {
+    if (flush_l2)
+      QR_CUDA_TRY(cudaMemsetAsync(flush_.get(), it & 0xff, flush_.bytes(), stream_));
+    QR_CUDA_TRY(cudaEventRecord(start_, stream_));
+    if (std::string e = enqueue(); !e.empty())
+      return e;
+    QR_CUDA_TRY(cudaEventRecord(stop_, stream_));
+    QR_CUDA_TRY(cudaEventSynchronize(stop_));
+    float t = 0;
+    QR_CUDA_TRY(cudaEventElapsedTime(&t, start_, stop_));
+    if (it >= warmup)
+      ms.push_back(t);
+  }
   return {};
 }
 

@@ -6,8 +6,11 @@
 #include "gdn.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+struct CUevent_st;
 
 namespace qr::gdn {
 
@@ -90,5 +93,25 @@ bool is_backward(Run r);
 std::string run_pass(const Backend& be, Problem& p, Run r, Stream stream);
 
 std::string device_info(DeviceInfo& info, std::string& name);
+
+// Event timing on one stream, shared by gdn-bench's GDN and conv runs: `warmup` untimed and
+// `iters` timed runs of `enqueue`, each bracketed by CUDA events; with `flush_l2` each starts after
+// a memset of twice the L2, so no run finds the previous one's data in the cache.
+class RunTimer {
+public:
+  RunTimer() = default;
+  RunTimer(const RunTimer&) = delete;
+  RunTimer& operator=(const RunTimer&) = delete;
+  ~RunTimer();
+  std::string init(Stream stream); // the events and the flush buffer
+  // Appends the timed runs' milliseconds to `ms`; the first error ends the runs.
+  std::string time(int warmup, int iters, bool flush_l2,
+                   const std::function<std::string()>& enqueue, std::vector<float>& ms);
+
+private:
+  Stream stream_ = nullptr;
+  DeviceBuffer flush_;
+  CUevent_st *start_ = nullptr, *stop_ = nullptr;
+};
 
 } // namespace qr::gdn
