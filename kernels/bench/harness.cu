@@ -162,17 +162,13 @@ std::string Problem::poison_saved() {
   return {};
 }
 
-bool is_backward(Run r) {
-  return r == Run::bwd || r == Run::bwd_recompute;
-}
-
 std::string run_pass(const Backend& be, Problem& p, Run r, Stream stream) {
   const size_t need = be.saved_bytes(p.shape);
   if (need > p.saved.bytes() && (r == Run::fwd_train || r == Run::bwd))
     return "the saved context needs " + std::to_string(need) + " bytes, " +
            std::to_string(p.saved.bytes()) + " allocated";
   void* ctx = need ? p.saved.get() : nullptr;
-  if (!is_backward(r)) {
+  if (r == Run::fwd || r == Run::fwd_train) {
     FwdArgs a = p.fwd_args();
     a.saved = r == Run::fwd_train ? ctx : nullptr;
     return be.run_fwd(a, p.workspace.get(), stream);

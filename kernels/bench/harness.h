@@ -89,7 +89,6 @@ std::vector<Output> backward_outputs(); // dq, dk, dv, dg, dbeta, dh0
 // context into Problem::saved; a backward from that context; a self-contained backward. For a
 // backend that keeps no context, fwd_train is fwd and bwd is bwd_recompute.
 enum class Run { fwd, fwd_train, bwd, bwd_recompute };
-bool is_backward(Run r);
 std::string run_pass(const Backend& be, Problem& p, Run r, Stream stream);
 
 std::string device_info(DeviceInfo& info, std::string& name);
