@@ -86,25 +86,28 @@ Failure check_shape(const Backend& b, const qr_gdn_shape* shape, Shape& s) {
   s.value_heads = int(shape->value_heads);
   s.head_dim_k = int(shape->head_dim_k);
   s.head_dim_v = int(shape->head_dim_v);
-  // The shape part of unsupported(): a device that every backend runs on stands in for the real
-  // one, which run_checked asks for at launch.
-  if (std::string why = b.unsupported(DeviceInfo{9, 0, 1}, s); !why.empty())
+  s.sequences = int(shape->num_seqs);
+  if (shape->num_seqs > shape->seq_len)
+    return invalid("shape.num_seqs: " + std::to_string(shape->num_seqs) + " sequences in " +
+                   std::to_string(shape->seq_len) + " tokens (each needs at least one)");
+  // The shape part of unsupported(): the first architecture built stands in for the device, which
+  // check_device asks about at launch.
+  const DeviceInfo standin{QR_GDN_STANDIN_SM / 10, QR_GDN_STANDIN_SM % 10, 1};
+  if (std::string why = b.unsupported(standin, s); !why.empty())
     return {QR_GDN_ERROR_NOT_SUPPORTED, b.name() + ": " + why + " (got Dk " +
                                             std::to_string(s.head_dim_k) + ", Dv " +
                                             std::to_string(s.head_dim_v) + ")"};
   return {};
 }
 
-// cu_seqlens belongs with num_seqs; the kernels take neither yet (the fused GDN v2 issue adds
-// them), so a well-formed varlen call is refused as not supported.
+// cu_seqlens belongs with num_seqs; its values are checked on the device (qr_gdn_input_error).
 Failure check_varlen(const qr_gdn_shape& shape, const int32_t* cu_seqlens) {
   if (shape.num_seqs > 0 && !cu_seqlens)
     return invalid("cu_seqlens: null, but shape.num_seqs is " + std::to_string(shape.num_seqs));
   if (shape.num_seqs == 0 && cu_seqlens)
     return invalid("cu_seqlens: given, but shape.num_seqs is 0 (dense)");
-  if (shape.num_seqs > 0)
-    return {QR_GDN_ERROR_NOT_SUPPORTED,
-            "cu_seqlens: packed variable-length sequences are not supported by the kernels yet"};
+  if (reinterpret_cast<uintptr_t>(cu_seqlens) % alignof(int32_t) != 0)
+    return invalid("cu_seqlens: must be 4-byte aligned");
   return {};
 }
 
@@ -357,6 +360,7 @@ int32_t qr_gdn_forward(int32_t backend, const qr_gdn_forward_args* args, void* s
     f.o = tensor<bf16_t>(args->o);
     f.final_state = args->final_state;
     f.saved = b->saved_bytes(s) ? args->saved : nullptr;
+    f.cu_seqlens = args->cu_seqlens;
     return cuda_failure(b->run_fwd(f, args->workspace, static_cast<Stream>(stream)));
   });
 }
@@ -386,7 +390,23 @@ int32_t qr_gdn_backward(int32_t backend, const qr_gdn_backward_args* args, void*
     a.dg = tensor<float>(args->dg);
     a.d_initial_state = args->d_initial_state;
     a.saved = b->saved_bytes(s) ? args->saved : nullptr;
+    a.cu_seqlens = args->cu_seqlens;
     return cuda_failure(b->run_bwd(a, args->workspace, static_cast<Stream>(stream)));
+  });
+}
+
+int32_t qr_gdn_input_error(int32_t backend, const void* workspace, void* stream) {
+  return guarded("qr_gdn_input_error", [&]() -> Failure {
+    const Backend* b = nullptr;
+    QR_CHECK(find_backend(backend, b));
+    if (!workspace)
+      return invalid("workspace: null (pass the workspace of the run to check)");
+    const std::string why = b->input_error(workspace, static_cast<Stream>(stream));
+    if (why.empty())
+      return {};
+    // A failed wait or copy reads "cuda...: <error>"; the contract's verdict names the backend.
+    const bool cuda = why.compare(0, 4, "cuda") == 0;
+    return {cuda ? QR_GDN_ERROR_CUDA : QR_GDN_ERROR_INVALID_ARGUMENT, why};
   });
 }
 

@@ -18,7 +18,9 @@
  * Errors: every function returns a qr_gdn_status; on failure qr_gdn_last_error() gives a one-line
  * message naming the argument at fault (thread-local, valid until the thread's next call).
  * Arguments are checked before any device work; the checks need no GPU (qr_gdn_check_forward,
- * qr_gdn_check_backward run them alone).
+ * qr_gdn_check_backward run them alone). What only the data can show (g <= 0 and finite, the
+ * cu_seqlens offsets, a saved context from a matching forward) the kernels check on the device,
+ * into the workspace: qr_gdn_input_error reads the verdict after a run.
  */
 #ifndef QR_GDN_H
 #define QR_GDN_H
@@ -43,7 +45,7 @@ extern "C" {
 typedef enum qr_gdn_status {
   QR_GDN_OK = 0,
   QR_GDN_ERROR_INVALID_ARGUMENT = 1, /* a null, misshapen, misaligned or too small argument */
-  QR_GDN_ERROR_NOT_SUPPORTED = 2,    /* valid, but not covered: head dims, varlen, the device */
+  QR_GDN_ERROR_NOT_SUPPORTED = 2,    /* valid, but not covered: head dims, the device */
   QR_GDN_ERROR_CUDA = 3,             /* a CUDA call failed (no device, launch error) */
   QR_GDN_ERROR_INTERNAL = 4          /* out of host memory or a bug */
 } qr_gdn_status;
@@ -60,8 +62,8 @@ typedef struct qr_gdn_shape {
   int64_t key_heads, value_heads; /* Hk (q, k) and Hv (v, g, beta, o), Hv a multiple of Hk */
   int64_t head_dim_k, head_dim_v;
   /* 0: dense. > 0: packed variable-length sequences (FLA's cu_seqlens): batch is 1, the
-   * arguments' cu_seqlens holds num_seqs + 1 int32 offsets on the device, and states are
-   * [num_seqs, Hv, Dk, Dv]. Not supported by the kernels yet: QR_GDN_ERROR_NOT_SUPPORTED. */
+   * arguments' cu_seqlens holds num_seqs + 1 int32 offsets on the device, rising strictly from 0
+   * to seq_len (every sequence at least one token), and states are [num_seqs, Hv, Dk, Dv]. */
   int64_t num_seqs;
 } qr_gdn_shape;
 
@@ -133,6 +135,11 @@ QR_GDN_API int32_t qr_gdn_check_backward(int32_t backend, const qr_gdn_backward_
 /* Check, then enqueue the pass on `stream` (a cudaStream_t; null is the legacy default stream). */
 QR_GDN_API int32_t qr_gdn_forward(int32_t backend, const qr_gdn_forward_args* args, void* stream);
 QR_GDN_API int32_t qr_gdn_backward(int32_t backend, const qr_gdn_backward_args* args, void* stream);
+
+/* Waits for `stream`, then reports whether the last run given `workspace` met inputs outside the
+ * contract (its outputs are then undefined): QR_GDN_OK when not, QR_GDN_ERROR_INVALID_ARGUMENT and
+ * the reason when it did. Synchronises: skip it while capturing a CUDA graph. */
+QR_GDN_API int32_t qr_gdn_input_error(int32_t backend, const void* workspace, void* stream);
 
 #ifdef __cplusplus
 }

@@ -89,18 +89,19 @@ static qr_gdn_backward_args good_backward(const qr_gdn_shape* s) {
   return a;
 }
 
-/* The fused context (kernels/gdn/fused.cuh, Workspace): per key head qn, kn (bf16 [Tp, 128]) and
- * rq, rk (fp32 [Tp]); per value head G (fp32 [Tp]), w, v_new (bf16 [Tp, 128]), ms, A (bf16
- * [Tp, 64]) and h (bf16 [NT, 128, 128]); each piece rounded up to 256 bytes. */
+/* The dense fused context (kernels/gdn/fused.cuh, Workspace): the stamp; per key head qn, kn (bf16
+ * [Tp, 128]) and rq, rk (fp32 [Tp]); per value head G (fp32 [Tp]), w, v_new (bf16 [Tp, 128]), ms,
+ * A (bf16 [Tp, 64]) and h (bf16 [NT, 128, 128]); each piece rounded up to 256 bytes. */
 static size_t round256(size_t n) {
   return (n + 255) / 256 * 256;
 }
 static size_t fused_context_bytes(const qr_gdn_shape* s) {
   const size_t NT = (size_t)(s->seq_len + 63) / 64, Tp = NT * 64;
   const size_t kh = (size_t)(s->batch * s->key_heads), vh = (size_t)(s->batch * s->value_heads);
-  return 2 * round256(kh * Tp * 128 * 2) + round256(vh * Tp * 4) + round256(vh * Tp * 128 * 2) +
-         round256(vh * Tp * 64 * 2) + 2 * round256(kh * Tp * 4) + round256(vh * Tp * 64 * 2) +
-         round256(vh * NT * 128 * 128 * 2) + round256(vh * Tp * 128 * 2);
+  return 256 + 2 * round256(kh * Tp * 128 * 2) + round256(vh * Tp * 4) +
+         round256(vh * Tp * 128 * 2) + round256(vh * Tp * 64 * 2) + 2 * round256(kh * Tp * 4) +
+         round256(vh * Tp * 64 * 2) + round256(vh * NT * 128 * 128 * 2) +
+         round256(vh * Tp * 128 * 2);
 }
 
 static void test_version(void) {
@@ -126,7 +127,8 @@ static void test_sizes(void) {
   CHECK(fwd > 0 && bwd > fwd);
   const qr_gdn_shape longer = dense(4, 8192, 16, 32);
   CHECK(ws_size(QR_GDN_BACKEND_FUSED, &longer, QR_GDN_PASS_BACKWARD) > bwd);
-  CHECK(ws_size(QR_GDN_BACKEND_REFERENCE, &s35, QR_GDN_PASS_FORWARD) == 0);
+  /* The reference forward needs only the input checks' status word. */
+  CHECK(ws_size(QR_GDN_BACKEND_REFERENCE, &s35, QR_GDN_PASS_FORWARD) == 256);
 
   EXPECT(qr_gdn_saved_size(9, &s35, &bytes), QR_GDN_ERROR_INVALID_ARGUMENT, "backend: unknown");
   EXPECT(qr_gdn_saved_size(QR_GDN_BACKEND_FUSED, NULL, &bytes), QR_GDN_ERROR_INVALID_ARGUMENT,
@@ -226,7 +228,7 @@ static void test_forward_checks(void) {
   a.saved = NULL; /* inference: no context */
   CHECK(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &a) == QR_GDN_OK);
 
-  /* cu_seqlens belongs with num_seqs; a well-formed varlen call is not supported yet. */
+  /* cu_seqlens belongs with num_seqs (its values are the device's to check). */
   a.cu_seqlens = (const int32_t*)addr(15);
   EXPECT(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &a), QR_GDN_ERROR_INVALID_ARGUMENT,
          "cu_seqlens: given, but shape.num_seqs is 0");
@@ -235,12 +237,25 @@ static void test_forward_checks(void) {
   qr_gdn_forward_args v = good_forward(&packed, NULL, 0);
   EXPECT(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &v), QR_GDN_ERROR_INVALID_ARGUMENT,
          "cu_seqlens: null, but shape.num_seqs is 3");
+  v.cu_seqlens = (const int32_t*)((char*)addr(15) + 2);
+  EXPECT(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &v), QR_GDN_ERROR_INVALID_ARGUMENT,
+         "cu_seqlens: must be 4-byte aligned");
   v.cu_seqlens = (const int32_t*)addr(15);
-  EXPECT(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &v), QR_GDN_ERROR_NOT_SUPPORTED,
-         "cu_seqlens: packed variable-length sequences are not supported by the kernels yet");
+  CHECK(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &v) == QR_GDN_OK);
+  /* Workspace and context sizes depend on T and N only (gdn.h), so varlen sizes are dense's. */
+  size_t dense_ctx = 0, packed_ctx = 0;
+  const qr_gdn_shape one = dense(1, 1000, 2, 4);
+  CHECK(qr_gdn_saved_size(QR_GDN_BACKEND_FUSED, &one, &dense_ctx) == QR_GDN_OK);
+  CHECK(qr_gdn_saved_size(QR_GDN_BACKEND_FUSED, &packed, &packed_ctx) == QR_GDN_OK);
+  CHECK(packed_ctx >= dense_ctx);
+  v.shape.num_seqs = 1001;
+  EXPECT(qr_gdn_check_forward(QR_GDN_BACKEND_FUSED, &v), QR_GDN_ERROR_INVALID_ARGUMENT,
+         "shape.num_seqs: 1001 sequences in 1000 tokens");
   /* qr_gdn_forward runs the same checks first, so it fails the same way without a GPU. */
-  EXPECT(qr_gdn_forward(QR_GDN_BACKEND_FUSED, &v, NULL), QR_GDN_ERROR_NOT_SUPPORTED,
-         "qr_gdn_forward: cu_seqlens: packed");
+  EXPECT(qr_gdn_forward(QR_GDN_BACKEND_FUSED, &v, NULL), QR_GDN_ERROR_INVALID_ARGUMENT,
+         "qr_gdn_forward: shape.num_seqs");
+  EXPECT(qr_gdn_input_error(QR_GDN_BACKEND_FUSED, NULL, NULL), QR_GDN_ERROR_INVALID_ARGUMENT,
+         "qr_gdn_input_error: workspace: null");
   EXPECT(qr_gdn_forward(QR_GDN_BACKEND_FUSED, NULL, NULL), QR_GDN_ERROR_INVALID_ARGUMENT,
          "qr_gdn_forward: args: null pointer");
 }

@@ -3,6 +3,8 @@ they run anywhere: they read only .shape, .dtype, .device and .stride() of the t
 
 Every failure names the argument: TypeError for a wrong type or dtype, ValueError for a wrong
 device, shape or layout, Unsupported (a ValueError) for valid input our kernels do not cover.
+What only the values show (g <= 0 and finite; cu_seqlens rising strictly from 0 to T) the kernels
+check on the device (qwen_gdn._torch reads their verdict).
 """
 
 import collections
@@ -106,6 +108,9 @@ def check_inputs(kinds, q, k, v, g, beta, scale=None, initial_state=None,
         if B != 1:
             raise ValueError(f"q: batch must be 1 with cu_seqlens (packed sequences), got {B}")
         num_seqs = int(cu_seqlens.shape[0]) - 1
+        if num_seqs > T:
+            raise ValueError(f"cu_seqlens: {num_seqs} sequences in T = {T} tokens (each needs at "
+                             "least one)")
     num_states = num_seqs or B
 
     if _tensor(kinds, "initial_state", initial_state, optional=True):
@@ -119,29 +124,7 @@ def check_inputs(kinds, q, k, v, g, beta, scale=None, initial_state=None,
 
 
 def check_covered(problem):
-    """Unsupported for what the kernels do not take yet (FLA does)."""
+    """Unsupported for what the kernels do not take (FLA does)."""
     if problem.head_dim_k != HEAD_DIM or problem.head_dim_v != HEAD_DIM:
         raise Unsupported(f"q, v: head dims K = {problem.head_dim_k}, V = {problem.head_dim_v} "
                           f"are not covered (qwen_gdn's kernels need K = V = {HEAD_DIM})")
-    if problem.num_seqs:
-        raise Unsupported("cu_seqlens: packed variable-length sequences are not supported by "
-                          "qwen_gdn's kernels yet (they come with the fused GDN v2 kernels)")
-
-
-def check_cu_seqlens_values(values, seq_len):
-    """cu_seqlens read back as a list: starts at 0, never decreases, ends at T."""
-    if values[0] != 0:
-        raise ValueError(f"cu_seqlens: must start at 0, got {values[0]}")
-    for i in range(1, len(values)):
-        if values[i] < values[i - 1]:
-            raise ValueError(f"cu_seqlens: must not decrease, but cu_seqlens[{i}] = {values[i]} "
-                             f"< cu_seqlens[{i - 1}] = {values[i - 1]}")
-    if values[-1] != seq_len:
-        raise ValueError(f"cu_seqlens: must end at the packed length T = {seq_len}, "
-                         f"got {values[-1]}")
-
-
-def check_gates_max(max_g):
-    """g is a log decay: exp(g) <= 1. A positive gate grows the state without bound."""
-    if max_g > 0:
-        raise ValueError(f"g: gates must be <= 0 (log decay), got a maximum of {max_g}")

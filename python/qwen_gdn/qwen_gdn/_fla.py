@@ -7,9 +7,10 @@ enable() replaces every such binding that is loaded (any module attribute named
 chunk_gated_delta_rule or chunk_gdn that is FLA's function); modules imported later read the
 patched fla.ops.gated_delta_rule and get ours too. disable() puts FLA's function back everywhere.
 
-The replacement takes FLA's whole signature. Calls our kernels do not cover (head dims other than
-128, cu_seqlens until the kernels take it, context parallelism, dtypes other than bf16, a device
-older than sm_90, arguments it does not know) run FLA's own function, with one warning per reason.
+The replacement takes FLA's whole signature, cu_seqlens included. Calls our kernels do not cover
+(head dims other than 128, context parallelism, dtypes other than bf16, a device older than
+sm_90, arguments it does not know, inputs our checks refuse) run FLA's own function, with one
+warning per reason.
 FLA's in-kernel extras are done in PyTorch before our kernels: the gate
 (use_gate_in_kernel: g = -exp(A_log) softplus(g + dt_bias)), the beta sigmoid
 (use_beta_sigmoid_in_kernel, times 2 with allow_neg_eigval) and the [V, K] state layout
@@ -58,8 +59,6 @@ def _not_covered(q, v, cu_seqlens, cp_context, allow_neg_eigval, use_beta_sigmoi
         return f"argument {unknown[0]!r} is not handled"
     if cp_context is not None:
         return "cp_context (context parallelism) is not supported"
-    if cu_seqlens is not None:
-        return "cu_seqlens (packed sequences) is not supported by the kernels yet"
     if allow_neg_eigval and not use_beta_sigmoid:
         return "allow_neg_eigval needs use_beta_sigmoid_in_kernel"
     if not isinstance(q, torch.Tensor) or not isinstance(v, torch.Tensor):
@@ -89,7 +88,7 @@ def _make_replacement(original):
             try:
                 return _adapted(q, k, v, g, beta, scale, initial_state, output_final_state,
                                 use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
-                                allow_neg_eigval, state_v_first, kwargs)
+                                allow_neg_eigval, state_v_first, cu_seqlens, kwargs)
             except (TypeError, ValueError) as e:
                 reason = str(e)
         _warn_once(reason)
@@ -106,7 +105,7 @@ def _make_replacement(original):
 
 
 def _adapted(q, k, v, g, beta, scale, initial_state, output_final_state, l2norm, beta_sigmoid,
-             allow_neg_eigval, state_v_first, kwargs):
+             allow_neg_eigval, state_v_first, cu_seqlens, kwargs):
     """FLA's extras in PyTorch (autograd covers them), then our kernels."""
     state_v_first = state_v_first or bool(kwargs.get("transpose_state_layout", False))
     if kwargs.get("use_gate_in_kernel", False):
@@ -124,7 +123,7 @@ def _adapted(q, k, v, g, beta, scale, initial_state, output_final_state, l2norm,
     h0 = initial_state
     if h0 is not None:
         h0 = (h0.transpose(-1, -2) if state_v_first else h0).float()
-    o, ht = _ours(q, k, v, g, beta, scale, h0, bool(output_final_state), bool(l2norm))
+    o, ht = _ours(q, k, v, g, beta, scale, h0, bool(output_final_state), bool(l2norm), cu_seqlens)
     if ht is not None and state_v_first:
         ht = ht.transpose(-1, -2)
     return o, ht

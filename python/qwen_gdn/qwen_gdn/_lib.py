@@ -107,6 +107,7 @@ def _declare(lib):
         ("qr_gdn_check_backward", i32, [i32, ctypes.POINTER(BackwardArgs)]),
         ("qr_gdn_forward", i32, [i32, ctypes.POINTER(ForwardArgs), vp]),
         ("qr_gdn_backward", i32, [i32, ctypes.POINTER(BackwardArgs), vp]),
+        ("qr_gdn_input_error", i32, [i32, vp, vp]),
     ):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
@@ -202,3 +203,9 @@ def forward(backend, args, stream):
 
 def backward(backend, args, stream):
     check(library().qr_gdn_backward(backend, ctypes.byref(args), stream))
+
+
+def input_error(backend, workspace, stream):
+    """Waits for the stream; InvalidArgument (a ValueError) if the last run given `workspace` met
+    inputs outside the kernels' contract (g > 0 or NaN, bad cu_seqlens, a foreign context)."""
+    check(library().qr_gdn_input_error(backend, workspace, stream))

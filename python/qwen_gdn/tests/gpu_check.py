@@ -3,12 +3,14 @@
 
   op       forward and every gradient against FLA and an fp32 recurrence, with initial state and
            final-state gradient (dense; T not a multiple of 64; GVA; T = 1)
+  varlen   the same with cu_seqlens: ragged lengths, 1-token sequences, one state per sequence
+  checks   bad values refused with ValueError (g > 0, cu_seqlens), enable()'s fallback to FLA
   fp32     a gradcheck-style check at a small shape: our gradients against autograd through an
            fp32 token-by-token recurrence, with and without the in-kernel l2norm
   graph    fwd + bwd captured in a CUDA graph, replayed on new inputs, against eager
   compile  torch.compile(fullgraph=True) of a loss through the op, fwd + bwd, against eager
   layer    fla.layers.GatedDeltaNet with the same weights on FLA and with qwen_gdn.enable():
-           output and every parameter gradient
+           output and every parameter gradient, dense and with cu_seqlens
   train    200 AdamW steps of a small model of such layers, same seed, each backend: loss curves
   speed    layer and op fwd + bwd time and memory at the recipe shapes, FLA vs ours
 
@@ -201,6 +203,110 @@ def section_op():
     return ok
 
 
+def run_varlen(fn, xs, do, dht, cu):
+    o, ht = fn(*xs[:5], initial_state=xs[5], output_final_state=True,
+               use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    loss = (o.float() * do.float()).sum() + (ht.float() * dht).sum()
+    return [o, ht] + list(torch.autograd.grad(loss, xs))
+
+
+def ref_varlen(q, k, v, g, beta, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+               cu_seqlens):
+    bounds = cu_seqlens.tolist()
+    outs, states = [], []
+    for s, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        o, ht = recurrence(q[:, a:b], k[:, a:b], v[:, a:b], g[:, a:b], beta[:, a:b],
+                           q.shape[-1] ** -0.5, initial_state[s:s + 1], use_qk_l2norm_in_kernel)
+        outs.append(o)
+        states.append(ht)
+    return torch.cat(outs, 1), torch.cat(states, 0)
+
+
+def varlen_inputs(lengths, Hk, Hv, seed):
+    T, N = sum(lengths), len(lengths)
+    xs, do, _ = inputs(1, T, Hk, Hv, seed, h0=False)
+    gen = torch.Generator(device=DEV).manual_seed(seed + 1000)
+    h0 = (0.1 * torch.randn(N, Hv, 128, 128, device=DEV, generator=gen)).requires_grad_(True)
+    dht = torch.randn(N, Hv, 128, 128, device=DEV, generator=gen)
+    offsets = [0]
+    for n in lengths:
+        offsets.append(offsets[-1] + n)
+    return xs + [h0], do, dht, torch.tensor(offsets, device=DEV, dtype=torch.long)
+
+
+def section_varlen():
+    fla = fla_op()
+    lengths = [1, 1, 127, 1, 64, 300, 6, 500]  # ragged, 1-token, chunk-crossing
+    xs, do, dht, cu = varlen_inputs(lengths, 2, 4, 51)
+    ours = run_varlen(qwen_gdn.chunk_gated_delta_rule, xs, do, dht, cu.int())
+    theirs = run_varlen(fla, xs, do, dht, cu)
+    ref = run_varlen(ref_varlen, xs, do, dht, cu)
+    ok = True
+    for name, a, b, r in zip(NAMES, ours, theirs, ref):
+        e_ours, e_fla = rel(a, r), rel(b, r)
+        RESULTS.setdefault("varlen_detail", {})[name] = {
+            "ours_vs_fla": rel(a, b), "ours_vs_fp32": e_ours, "fla_vs_fp32": e_fla}
+        ok &= record("varlen", f"N{len(lengths)} T{sum(lengths)} {name} vs fp32 (FLA {e_fla:.1e})",
+                     e_ours, max(1.5 * e_fla, 1e-2))
+    return ok
+
+
+def expect_error(exc, text, fn):
+    try:
+        fn()
+    except exc as e:
+        return text in str(e), str(e)
+    except Exception as e:  # the wrong kind of error
+        return False, repr(e)
+    return False, "no error"
+
+
+def section_checks():
+    import warnings
+    ok = True
+    info = RESULTS.setdefault("checks", {})
+    xs, _, _ = inputs(1, 200, 2, 4, 61, h0=False)
+    q, k, v, g, beta = (x.detach() for x in xs)
+    cases = {
+        "g > 0 refused": (ValueError, "g must be <= 0", lambda: qwen_gdn.chunk_gated_delta_rule(
+            q, k, v, g.abs(), beta)),
+        "NaN g refused": (ValueError, "g must be <= 0", lambda: qwen_gdn.chunk_gated_delta_rule(
+            q, k, v, g.clone().index_fill_(1, torch.tensor([7], device=DEV), float("nan")), beta)),
+        "falling cu_seqlens refused": (ValueError, "cu_seqlens must rise strictly",
+                                       lambda: qwen_gdn.chunk_gated_delta_rule(
+            q, k, v, g, beta, cu_seqlens=torch.tensor([0, 50, 30, 200], device=DEV))),
+        "fp16 q refused": (TypeError, "q: dtype must be torch.bfloat16",
+                           lambda: qwen_gdn.chunk_gated_delta_rule(q.half(), k, v, g, beta)),
+        "K = 64 not covered": (qwen_gdn.Unsupported, "K = 64, V = 128 are not covered",
+                               lambda: qwen_gdn.chunk_gated_delta_rule(
+            q[..., :64], k[..., :64], v, g, beta)),
+    }
+    for name, (exc, text, fn) in cases.items():
+        good, message = expect_error(exc, text, fn)
+        info[name] = message
+        ok &= record("checks", name, 0.0 if good else 1.0, 0.0, good)
+    # enable(): a shape the kernels do not cover runs FLA's own function, warning once.
+    fla = fla_op()
+    qwen_gdn.enable()
+    try:
+        import fla.ops.gated_delta_rule as gdr
+        q64, k64, v64 = q[..., :64].contiguous(), k[..., :64].contiguous(), v[..., :64].contiguous()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # (l2norm on: unnormalised keys of norm ~8 make the delta rule diverge to NaN)
+            o1, _ = gdr.chunk_gated_delta_rule(q64, k64, v64, g, beta, use_qk_l2norm_in_kernel=True)
+            o2, _ = gdr.chunk_gated_delta_rule(q64, k64, v64, g, beta, use_qk_l2norm_in_kernel=True)
+        ours_warned = [w for w in caught if "qwen_gdn" in str(w.message)]
+    finally:
+        qwen_gdn.disable()
+    o_fla, _ = fla(q64, k64, v64, g, beta, use_qk_l2norm_in_kernel=True)
+    info["fallback warnings"] = [str(w.message) for w in ours_warned]
+    ok &= record("checks", "K = 64 under enable(): FLA's result", rel(o1, o_fla), 1e-6)
+    ok &= record("checks", "... warned once", float(len(ours_warned)), 1.0,
+                 len(ours_warned) == 1 and rel(o2, o_fla) <= 1e-6)
+    return ok
+
+
 def section_fp32():
     ok = True
     for l2norm in (True, False):
@@ -235,6 +341,28 @@ def section_graph():
     for name, a, b in zip(NAMES, outs, eager):
         # Equal up to the order of the kernels' atomic sums; stale or unwritten data is O(1).
         ok &= record("graph", f"replay vs eager {name}", rel(a, b), 1e-3)
+    # Packed sequences: the offsets are device data, so new boundaries replay without a recapture.
+    xs, do, dht, cu = varlen_inputs([5, 1, 200, 94], 2, 4, 13)
+    static = [x.detach().clone().requires_grad_(True) for x in xs]
+    static_cu = cu.int()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            run_varlen(qwen_gdn.chunk_gated_delta_rule, static, do, dht, static_cu)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = run_varlen(qwen_gdn.chunk_gated_delta_rule, static, do, dht, static_cu)
+    fresh, _, _, fresh_cu = varlen_inputs([100, 1, 1, 198], 2, 4, 14)
+    with torch.no_grad():
+        for s_, f in zip(static, fresh):
+            s_.copy_(f)
+        static_cu.copy_(fresh_cu)
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = run_varlen(qwen_gdn.chunk_gated_delta_rule, fresh, do, dht, fresh_cu.int())
+    for name, a, b in zip(NAMES, outs, eager):
+        ok &= record("graph", f"varlen replay, new offsets, vs eager {name}", rel(a, b), 1e-3)
     return ok
 
 
@@ -267,10 +395,10 @@ def make_layer(hidden, Hk, Hv, seed):
                          num_v_heads=Hv, mode="chunk").to(DEV, torch.bfloat16)
 
 
-def layer_step(layer, x, w):
+def layer_step(layer, x, w, **kwargs):
     layer.zero_grad(set_to_none=True)
     x = x.detach().requires_grad_(True)
-    out = layer(x)[0]
+    out = layer(x, **kwargs)[0]
     (out.float() * w).sum().backward()
     return out, x.grad, {n: p.grad.detach().clone() for n, p in layer.named_parameters()}
 
@@ -296,6 +424,18 @@ def section_layer():
     ok &= record("layer", "grad x", rel(dx_q, dx_f), 2e-2)
     for name in g_f:
         ok &= record("layer", f"grad {name}", rel(g_q[name], g_f[name]), 3e-2)
+    # Packed sequences through the layer (its short convolution restarts at the boundaries too).
+    cu = torch.tensor([0, 1, 201, 712, 1024], device=DEV, dtype=torch.long)
+    x1, w1 = x[:1], w[:1]
+    o_f, dx_f, g_f = layer_step(fla_layer, x1, w1, cu_seqlens=cu)
+    qwen_gdn.enable()
+    try:
+        o_q, dx_q, g_q = layer_step(our_layer, x1, w1, cu_seqlens=cu)
+    finally:
+        qwen_gdn.disable()
+    ok &= record("layer", "varlen output", rel(o_q, o_f), 2e-2)
+    ok &= record("layer", "varlen grad x", rel(dx_q, dx_f), 2e-2)
+    ok &= record("layer", "varlen worst param grad", max(rel(g_q[n], g_f[n]) for n in g_f), 3e-2)
     return ok
 
 
@@ -432,9 +572,9 @@ def section_speed():
         row = {}
         row["op_fla_ms"] = timed(lambda: op_step(fla))
         row["op_ours_ms"] = timed(lambda: op_step(qwen_gdn.chunk_gated_delta_rule))
-        os.environ["QWEN_GDN_CHECK_GATES"] = "0"
+        os.environ["QWEN_GDN_INPUT_CHECKS"] = "0"
         row["op_ours_nocheck_ms"] = timed(lambda: op_step(qwen_gdn.chunk_gated_delta_rule))
-        os.environ.pop("QWEN_GDN_CHECK_GATES")
+        os.environ.pop("QWEN_GDN_INPUT_CHECKS")
         for x in xs:
             x.grad = None
         row["op_fla_kept_MB"], row["op_fla_peak_MB"] = memory(op_fwd(fla))
@@ -458,6 +598,10 @@ def section_speed():
                 qwen_gdn.enable()
             try:
                 row[f"layer_{backend}_ms"] = timed(layer_step_)
+                if backend == "ours":
+                    os.environ["QWEN_GDN_INPUT_CHECKS"] = "0"
+                    row["layer_ours_nocheck_ms"] = timed(layer_step_)
+                    os.environ.pop("QWEN_GDN_INPUT_CHECKS")
                 layer.zero_grad(set_to_none=True)
                 x.grad = None
                 kept, peak = memory(layer_fwd)
@@ -472,7 +616,7 @@ def section_speed():
     return True
 
 
-SECTIONS = ["op", "fp32", "graph", "compile", "layer", "train", "speed"]
+SECTIONS = ["op", "varlen", "checks", "fp32", "graph", "compile", "layer", "speed", "train"]
 
 
 def main():
@@ -511,7 +655,7 @@ def main():
         with open(os.path.join(a.out, "gpu_check.json"), "w") as f:
             json.dump(RESULTS, f, indent=1, default=str)
     for section, check, value, limit, ok in ROWS:
-        if not ok or section in ("train", "layer", "graph", "compile"):
+        if not ok or section in ("varlen", "checks", "train", "layer", "graph", "compile"):
             print(f"{section:8} {'ok ' if ok else 'BAD'} {value:10.3e} <= {limit:.1e}  {check}")
     for tag, row in RESULTS.get("speed", {}).items():
         print(tag, " ".join(f"{k}={v:.3f}" for k, v in row.items()))

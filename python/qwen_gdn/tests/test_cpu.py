@@ -125,37 +125,23 @@ class Checks(unittest.TestCase):
                     **problem(), cu_seqlens=Fake((4,), "i32"))
         self.raises(ValueError, "(N = len(cu_seqlens) - 1) = (3, 4, 128, 128)",
                     **one, cu_seqlens=Fake((4,), "i32"), initial_state=Fake((1, 4, 128, 128), "f32"))
-        # Well-formed packed sequences are refused, clearly, until the kernels take them.
-        with self.assertRaisesRegex(_checks.Unsupported, "cu_seqlens: packed variable-length"):
-            _checks.check_covered(p)
-
-    def test_cu_seqlens_values(self):
-        _checks.check_cu_seqlens_values([0, 1, 1, 100], 100)  # empty and 1-token sequences are fine
-        for values, text in (([1, 100], "must start at 0, got 1"),
-                             ([0, 50, 40, 100], "cu_seqlens[2] = 40 < cu_seqlens[1] = 50"),
-                             ([0, 50, 99], "must end at the packed length T = 100, got 99")):
-            with self.assertRaises(ValueError) as cm:
-                _checks.check_cu_seqlens_values(values, 100)
-            self.assertIn(text, str(cm.exception))
+        self.raises(ValueError, "cu_seqlens: 3 sequences in T = 2 tokens",
+                    **problem(B=1, T=2), cu_seqlens=Fake((4,), "i32"))
+        _checks.check_covered(p)  # the kernels take packed sequences
 
     def test_uncovered_head_dims(self):
         with self.assertRaisesRegex(_checks.Unsupported, "K = 64, V = 64 are not covered"):
             _checks.check_covered(self.check(**problem(K=64, V=64)))
         self.assertTrue(issubclass(_checks.Unsupported, ValueError))
 
-    def test_positive_gates_refused(self):
-        _checks.check_gates_max(0.0)
-        _checks.check_gates_max(-3.0)
-        with self.assertRaisesRegex(ValueError, r"g: gates must be <= 0 \(log decay\), got a maximum of 0.5"):
-            _checks.check_gates_max(0.5)
-
 
 def fused_context_bytes(B, T, Hk, Hv):
-    """kernels/gdn/fused.cuh's context: each piece rounded to 256 bytes (as test_capi.c)."""
+    """kernels/gdn/fused.cuh's dense context: the stamp, then each piece rounded to 256 bytes (as
+    test_capi.c)."""
     r = lambda n: (n + 255) // 256 * 256  # noqa: E731
     NT = (T + 63) // 64
     Tp, kh, vh = NT * 64, B * Hk, B * Hv
-    return (2 * r(kh * Tp * 256) + r(vh * Tp * 4) + r(vh * Tp * 256) + r(vh * Tp * 128)
+    return (256 + 2 * r(kh * Tp * 256) + r(vh * Tp * 4) + r(vh * Tp * 256) + r(vh * Tp * 128)
             + 2 * r(kh * Tp * 4) + r(vh * Tp * 128) + r(vh * NT * 128 * 128 * 2) + r(vh * Tp * 256))
 
 
@@ -176,7 +162,7 @@ class Library(unittest.TestCase):
                                _lib.workspace_size(_lib.FUSED, shape, _lib.FORWARD))
         # The recipe's 35B layer keeps 809.5 MB (docs/gdn-bench.md).
         self.assertEqual(_lib.saved_size(_lib.FUSED, _lib.make_shape(4, 4096, 16, 32, 128, 128)),
-                         809500672)
+                         809500928)
 
     def test_errors_map_to_python_exceptions(self):
         with self.assertRaisesRegex(qwen_gdn.Unsupported, r"fused: head dims must be 128 \(got Dk 64"):
@@ -217,9 +203,11 @@ class Library(unittest.TestCase):
         args.cu_seqlens = 0x7100000000
         with self.assertRaisesRegex(ValueError, "cu_seqlens: given, but shape.num_seqs is 0"):
             _lib.check_forward(_lib.FUSED, args)
-        args.shape = _lib.make_shape(1, 1000, 2, 4, 128, 128, 3)
-        with self.assertRaisesRegex(qwen_gdn.Unsupported, "packed variable-length sequences"):
+        args.shape = _lib.make_shape(1, 1000, 2, 4, 128, 128, 1001)
+        with self.assertRaisesRegex(ValueError, "shape.num_seqs: 1001 sequences in 1000 tokens"):
             _lib.forward(_lib.FUSED, args, None)  # refused before any device work
+        with self.assertRaisesRegex(ValueError, "qr_gdn_input_error: workspace: null"):
+            _lib.input_error(_lib.FUSED, None, None)
 
     def test_backward_args_layout_field_by_field(self):
         shape = _lib.make_shape(1, 130, 1, 2, 128, 128)
