@@ -85,8 +85,21 @@ std::string Problem::init(const Shape& s, const Options& o, const InputSpec& in)
   const size_t tok = size_t(s.batch) * s.seq_len;
   const size_t nqk = tok * s.key_heads * s.head_dim_k, nv = tok * s.value_heads * s.head_dim_v;
   const size_t ng = tok * s.value_heads;
-  const size_t ns = size_t(s.batch) * s.value_heads * s.head_dim_k * s.head_dim_v;
+  const size_t ns = size_t(s.states()) * s.value_heads * s.head_dim_k * s.head_dim_v;
   const uint64_t sd = in.seed * 1000;
+  cu_host.clear();
+  if (s.varlen()) {
+    cu_host.push_back(0);
+    for (int len : in.seq_lens)
+      cu_host.push_back(cu_host.back() + len);
+    if (in.seq_lens.size() != size_t(s.sequences) || cu_host.back() != s.seq_len)
+      return "varlen: " + std::to_string(s.sequences) + " sequence lengths summing to T needed";
+  }
+  if (std::string e = cu_seqlens.alloc(cu_host.size() * sizeof(int32_t)); !e.empty())
+    return e;
+  if (!cu_host.empty())
+    QR_CUDA_TRY(cudaMemcpy(cu_seqlens.get(), cu_host.data(), cu_host.size() * sizeof(int32_t),
+                           cudaMemcpyHostToDevice));
   for (std::string e :
        {fill<bf16>(q, nqk, sd + 1, Dist::normal, in.qk_scale),
         fill<bf16>(k, nqk, sd + 2, Dist::normal, in.qk_scale),
@@ -117,6 +130,7 @@ FwdArgs Problem::fwd_args() const {
   a.initial_state = h0.as<float>();
   a.o = dense<bf16_t>(o.as<bf16_t>(), s, s.value_heads, s.head_dim_v);
   a.final_state = ht.as<float>();
+  a.cu_seqlens = cu_seqlens.as<int32_t>();
   return a;
 }
 
@@ -140,6 +154,7 @@ BwdArgs Problem::bwd_args() const {
   a.dbeta = dense<bf16_t>(dbeta.as<bf16_t>(), s, s.value_heads, 1);
   a.dg = dense<float>(dg.as<float>(), s, s.value_heads, 1);
   a.d_initial_state = dh0.as<float>();
+  a.cu_seqlens = f.cu_seqlens;
   return a;
 }
 
@@ -188,6 +203,7 @@ cpu::Inputs Problem::to_cpu() const {
   in.g = download(g, DType::f32);
   in.beta = download(beta, DType::bf16);
   in.h0 = download(h0, DType::f32);
+  in.cu_seqlens = cu_host;
   return in;
 }
 

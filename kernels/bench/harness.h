@@ -43,13 +43,17 @@ struct InputSpec {
   float qk_scale = 1.f; // q, k ~ N(0, qk_scale^2); without l2norm use about D^-0.5 so that
                         // beta |k|^2 stays below 2 and the recurrence stays bounded
   uint64_t seed = 1;
+  std::vector<int> seq_lens; // varlen (shape.sequences = N): the N lengths, summing to T
 };
 
-// All tensors dense: q, k [B,T,Hk,D]; v, o, do [B,T,Hv,D]; g, beta [B,T,Hv]; states [B,Hv,D,D].
+// All tensors dense: q, k [B,T,Hk,D]; v, o, do [B,T,Hv,D]; g, beta [B,T,Hv]; states [B,Hv,D,D]
+// (varlen: [N,Hv,D,D], and cu_seqlens on the device).
 struct Problem {
   Shape shape;
   Options opt;
   DeviceBuffer q, k, v, g, beta, h0, d_o, dht; // inputs
+  DeviceBuffer cu_seqlens;                     // varlen offsets (int32), else empty
+  std::vector<int32_t> cu_host;                // the same on the host
   DeviceBuffer o, ht;                          // forward outputs
   DeviceBuffer dq, dk, dv, dg, dbeta, dh0;     // backward outputs
   DeviceBuffer workspace;

@@ -7,12 +7,21 @@ namespace {
 
 using namespace chunked;
 
+// Chunks are fixed 64-token tiles of each batch row here: no variable-length sequences.
+std::string dense_error(const Shape& s) {
+  return s.varlen() ? "chunked: no variable-length sequences (cu_seqlens); fused and reference "
+                      "take them"
+                    : shape_error(s);
+}
+
 class Chunked final : public Backend {
 public:
   std::string name() const override { return "chunked"; }
 
   std::string unsupported(const DeviceInfo& dev, const Shape& s) const override {
-    return dev.major < 8 ? "needs sm_80 or newer (mma.sync bf16)" : shape_error(s);
+    if (std::string e = arch_error(dev); !e.empty())
+      return e;
+    return dev.major < 8 ? "needs sm_80 or newer (mma.sync bf16)" : dense_error(s);
   }
 
   size_t workspace_bytes(const Shape& s, Pass p) const override {
@@ -22,7 +31,7 @@ public:
   }
 
   std::string run_fwd(const FwdArgs& a, void* workspace, Stream stream) const override {
-    if (std::string e = shape_error(a.shape); !e.empty())
+    if (std::string e = dense_error(a.shape); !e.empty())
       return e;
     if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.o))
       return "chunked: q, k, v, o need 16-byte aligned rows";
@@ -35,7 +44,7 @@ public:
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
-    if (std::string e = shape_error(a.shape); !e.empty())
+    if (std::string e = dense_error(a.shape); !e.empty())
       return e;
     if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.d_o) ||
         !rows_aligned(a.dq) || !rows_aligned(a.dk) || !rows_aligned(a.dv))

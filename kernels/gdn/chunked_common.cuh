@@ -16,23 +16,37 @@ constexpr int kLdC = kC + 8;
 constexpr int kLdF = kC + 4;    // padded fp32 row stride of 64-wide tiles
 constexpr float kL2Eps = 1e-6f; // FLA's l2norm eps
 
+// Chunk slots per (batch row, head). Dense: ceil(T / 64). Varlen (fused only): sequence s's
+// chunk j sits at slot floor(cu[s] / 64) + s + j, so that a slot's sequence follows from
+// cu_seqlens alone (a binary search, no prefix sum over the lengths) and the count depends on T
+// and N only: chunks of s end before the next sequence's first slot because
+// floor(cu[s] / 64) + ceil(len_s / 64) <= floor(cu[s+1] / 64) + 1, and the last sequence's end
+// at slot floor(T / 64) + N - 1 at most. Slots between two sequences stay unused.
+inline int chunk_slots(const Shape& s) {
+  return s.varlen() ? s.seq_len / kC + s.sequences : (s.seq_len + kC - 1) / kC;
+}
+
 // Problem geometry shared by every kernel.
 struct Geo {
   int B, T, Hk, Hv, NT, group;
   float scale;
   bool l2;
+  int N;             // varlen sequences (0: dense)
+  const int32_t* cu; // varlen offsets
   __device__ int valid(int n) const { return min(kC, T - n * kC); }
 };
 
-inline Geo make_geo(const Shape& s, const Options& opt) {
+inline Geo make_geo(const Shape& s, const Options& opt, const int32_t* cu = nullptr) {
   return {s.batch,
           s.seq_len,
           s.key_heads,
           s.value_heads,
-          (s.seq_len + kC - 1) / kC,
+          chunk_slots(s),
           s.group(),
           opt.effective_scale(s),
-          opt.l2norm_qk};
+          opt.l2norm_qk,
+          s.sequences,
+          cu};
 }
 
 inline std::string shape_error(const Shape& s) {

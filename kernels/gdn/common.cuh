@@ -48,6 +48,63 @@ struct Carver {
   }
 };
 
+// Empty when this binary holds machine code for the device's architecture, else why not. The
+// kernels are built as arch-specific targets without PTX (kernels/CMakeLists.txt), which run only
+// on their exact architecture, so anything else would fail at launch.
+inline std::string arch_error(const DeviceInfo& dev) {
+  constexpr int kBuilt[] = {__CUDA_ARCH_LIST__}; // e.g. 900, 1000 for sm_90a, sm_100a
+  std::string list;
+  for (int a : kBuilt) {
+    if (a == dev.major * 100 + dev.minor * 10)
+      return {};
+    list += (list.empty() ? "sm_" : ", sm_") + std::to_string(a / 10);
+  }
+  return "the binary has no code for sm_" + std::to_string(dev.major * 10 + dev.minor) +
+         " (built for " + list + ")";
+}
+
+// The input-contract status a run leaves at the start of its workspace (gdn.h,
+// Backend::input_error): kernels OR in the bits of what they found wrong; the run clears it first.
+enum StatusBit : unsigned {
+  kBadGate = 1,    // some g > 0 or NaN (fused needs g <= 0)
+  kBadOffsets = 2, // cu_seqlens does not rise strictly from 0 to T
+  kBadContext = 4, // the saved context's stamp does not match the backward's shape and options
+  kNoContext = 8,  // the saved context was never written by a training forward
+};
+constexpr size_t kStatusBytes = 256; // one carver granule
+
+inline cudaError_t clear_status(void* workspace, cudaStream_t st) {
+  return cudaMemsetAsync(workspace, 0, sizeof(unsigned), st);
+}
+
+// Waits for the stream and turns the status bits into the reason (empty when clean).
+inline std::string read_status(const std::string& backend, const void* workspace, cudaStream_t st) {
+  if (!workspace)
+    return {};
+  unsigned bits = 0;
+  QR_CUDA_TRY(cudaStreamSynchronize(st));
+  QR_CUDA_TRY(cudaMemcpy(&bits, workspace, sizeof bits, cudaMemcpyDeviceToHost));
+  std::string why;
+  auto add = [&](unsigned bit, const char* text) {
+    if (bits & bit)
+      why += (why.empty() ? backend + ": " : std::string("; ")) + text;
+  };
+  add(kBadGate, "g must be <= 0 (a log decay) and finite: the run met a larger g");
+  add(kBadOffsets, "cu_seqlens must rise strictly from 0 to T (every sequence >= 1 token)");
+  add(kBadContext, "the saved context is from a forward of another shape or options");
+  add(kNoContext, "the saved context was not written by a training forward");
+  return why;
+}
+
+// Whether cu[0 .. N] rises strictly from 0 to T; all threads of the calling CTA take part and all
+// get the answer. Called by one CTA of a varlen run, which reports it into the status.
+__device__ __forceinline__ bool offsets_ok(const int32_t* cu, int N, int T) {
+  bool bad = threadIdx.x == 0 && (cu[0] != 0 || cu[N] != T);
+  for (int i = threadIdx.x; i < N; i += blockDim.x)
+    bad |= cu[i + 1] <= cu[i];
+  return !__syncthreads_or(bad);
+}
+
 __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)

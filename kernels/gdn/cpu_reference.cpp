@@ -26,6 +26,25 @@ struct Dims {
   size_t st(int b, int h) const { return (size_t(b) * Hv + h) * K * V; }
 };
 
+// A run of tokens [t0, t1) of batch row b whose state is state index `state`: each batch row when
+// dense, each sequence when varlen.
+struct Segment {
+  int b, t0, t1, state;
+};
+
+std::vector<Segment> segments(const Inputs& in) {
+  const Shape& s = in.shape;
+  std::vector<Segment> v;
+  if (!s.varlen()) {
+    for (int b = 0; b < s.batch; ++b)
+      v.push_back({b, 0, s.seq_len, b});
+    return v;
+  }
+  for (int i = 0; i < s.sequences; ++i)
+    v.push_back({0, in.cu_seqlens[i], in.cu_seqlens[i + 1], i});
+  return v;
+}
+
 void check(const Inputs& in) {
   const Shape& s = in.shape;
   if (!s.valid())
@@ -34,8 +53,19 @@ void check(const Inputs& in) {
   const size_t nqk = size_t(d.B) * d.T * d.Hk * d.K, nv = size_t(d.B) * d.T * d.Hv * d.V;
   const size_t ng = size_t(d.B) * d.T * d.Hv;
   if (in.q.size() != nqk || in.k.size() != nqk || in.v.size() != nv || in.g.size() != ng ||
-      in.beta.size() != ng || (!in.h0.empty() && in.h0.size() != size_t(d.B) * d.Hv * d.K * d.V))
+      in.beta.size() != ng ||
+      (!in.h0.empty() && in.h0.size() != size_t(s.states()) * d.Hv * d.K * d.V))
     throw std::invalid_argument("gdn cpu reference: tensor sizes do not match the shape");
+  if (s.varlen()) {
+    const std::vector<int32_t>& cu = in.cu_seqlens;
+    bool ok = cu.size() == size_t(s.sequences) + 1 && cu.front() == 0 && cu.back() == s.seq_len;
+    for (size_t i = 1; ok && i < cu.size(); ++i)
+      ok = cu[i] > cu[i - 1];
+    if (!ok)
+      throw std::invalid_argument("gdn cpu reference: cu_seqlens must rise strictly from 0 to T");
+  } else if (!in.cu_seqlens.empty()) {
+    throw std::invalid_argument("gdn cpu reference: cu_seqlens given for a dense shape");
+  }
 }
 
 // x / sqrt(|x|^2 + eps) when enabled; returns the factor 1 / sqrt(|x|^2 + eps) (1 when disabled).
@@ -74,16 +104,16 @@ Forward forward(const Inputs& in) {
   const double scale = in.opt.effective_scale(in.shape);
   Forward f;
   f.o.assign(size_t(d.B) * d.T * d.Hv * d.V, 0.0);
-  f.ht.assign(size_t(d.B) * d.Hv * d.K * d.V, 0.0);
+  f.ht.assign(size_t(in.shape.states()) * d.Hv * d.K * d.V, 0.0);
   std::vector<double> S(size_t(d.K) * d.V), q(d.K), k(d.K), p(d.V), e(d.V);
-  for (int b = 0; b < d.B; ++b)
+  for (const auto [b, t0, t1, state] : segments(in))
     for (int h = 0; h < d.Hv; ++h) {
       const int hk = h / d.r;
       if (in.h0.empty())
         std::fill(S.begin(), S.end(), 0.0);
       else
-        std::copy_n(in.h0.begin() + ptrdiff_t(d.st(b, h)), S.size(), S.begin());
-      for (int t = 0; t < d.T; ++t) {
+        std::copy_n(in.h0.begin() + ptrdiff_t(d.st(state, h)), S.size(), S.begin());
+      for (int t = t0; t < t1; ++t) {
         normalize(&in.q[d.qk(b, t, hk)], d.K, in.opt.l2norm_qk, q.data());
         normalize(&in.k[d.qk(b, t, hk)], d.K, in.opt.l2norm_qk, k.data());
         step(S, k.data(), &in.v[d.vo(b, t, h)], std::exp(in.g[d.gb(b, t, h)]),
@@ -96,7 +126,7 @@ Forward forward(const Inputs& in) {
           o[j] = scale * acc;
         }
       }
-      std::copy(S.begin(), S.end(), f.ht.begin() + ptrdiff_t(d.st(b, h)));
+      std::copy(S.begin(), S.end(), f.ht.begin() + ptrdiff_t(d.st(state, h)));
     }
   return f;
 }
@@ -105,9 +135,8 @@ Grads backward(const Inputs& in, const std::vector<double>& d_o, const std::vect
   check(in);
   const Dims d(in.shape);
   const double scale = in.opt.effective_scale(in.shape);
-  const size_t KV = size_t(d.K) * d.V;
-  if (d_o.size() != size_t(d.B) * d.T * d.Hv * d.V ||
-      (!dht.empty() && dht.size() != d.B * d.Hv * KV))
+  const size_t KV = size_t(d.K) * d.V, states = size_t(in.shape.states()) * d.Hv * KV;
+  if (d_o.size() != size_t(d.B) * d.T * d.Hv * d.V || (!dht.empty() && dht.size() != states))
     throw std::invalid_argument("gdn cpu reference: gradient sizes do not match the shape");
   Grads gr;
   // dq, dk accumulate the gradient of the normalised q, k first (summed over each head group).
@@ -116,35 +145,36 @@ Grads backward(const Inputs& in, const std::vector<double>& d_o, const std::vect
   gr.dv.assign(in.v.size(), 0.0);
   gr.dg.assign(in.g.size(), 0.0);
   gr.dbeta.assign(in.beta.size(), 0.0);
-  gr.dh0.assign(size_t(d.B) * d.Hv * KV, 0.0);
-  const int nblk = (d.T + kBlock - 1) / kBlock;
+  gr.dh0.assign(states, 0.0);
   std::vector<double> S(KV), dS(KV), dSt(KV), St(KV), p(d.V), e(d.V), de(d.V), dp(d.V);
-  std::vector<std::vector<double>> ckpt(nblk), prev(kBlock);
+  std::vector<std::vector<double>> ckpt((d.T + kBlock - 1) / kBlock), prev(kBlock);
   std::vector<double> qn(size_t(d.T) * d.K), kn(size_t(d.T) * d.K);
-  for (int b = 0; b < d.B; ++b)
+  for (const auto [b, t0_seg, t1_seg, state] : segments(in))
     for (int h = 0; h < d.Hv; ++h) {
       const int hk = h / d.r;
-      for (int t = 0; t < d.T; ++t) {
+      for (int t = t0_seg; t < t1_seg; ++t) {
         normalize(&in.q[d.qk(b, t, hk)], d.K, in.opt.l2norm_qk, &qn[size_t(t) * d.K]);
         normalize(&in.k[d.qk(b, t, hk)], d.K, in.opt.l2norm_qk, &kn[size_t(t) * d.K]);
       }
-      // Forward once to store the state before each block.
+      // Forward once to store the state before each block (blocks counted from the segment's
+      // first token).
       if (in.h0.empty())
         std::fill(S.begin(), S.end(), 0.0);
       else
-        std::copy_n(in.h0.begin() + ptrdiff_t(d.st(b, h)), KV, S.begin());
-      for (int t = 0; t < d.T; ++t) {
-        if (t % kBlock == 0)
-          ckpt[t / kBlock] = S;
+        std::copy_n(in.h0.begin() + ptrdiff_t(d.st(state, h)), KV, S.begin());
+      const int nblk = (t1_seg - t0_seg + kBlock - 1) / kBlock;
+      for (int t = t0_seg; t < t1_seg; ++t) {
+        if ((t - t0_seg) % kBlock == 0)
+          ckpt[(t - t0_seg) / kBlock] = S;
         step(S, &kn[size_t(t) * d.K], &in.v[d.vo(b, t, h)], std::exp(in.g[d.gb(b, t, h)]),
              in.beta[d.gb(b, t, h)], d.K, d.V, p, e);
       }
       if (dht.empty())
         std::fill(dS.begin(), dS.end(), 0.0);
       else
-        std::copy_n(dht.begin() + ptrdiff_t(d.st(b, h)), KV, dS.begin());
+        std::copy_n(dht.begin() + ptrdiff_t(d.st(state, h)), KV, dS.begin());
       for (int blk = nblk - 1; blk >= 0; --blk) {
-        const int t0 = blk * kBlock, t1 = std::min(d.T, t0 + kBlock);
+        const int t0 = t0_seg + blk * kBlock, t1 = std::min(t1_seg, t0 + kBlock);
         S = ckpt[blk];
         for (int t = t0; t < t1; ++t) {
           prev[t - t0] = S;
@@ -217,7 +247,7 @@ Grads backward(const Inputs& in, const std::vector<double>& d_o, const std::vect
           gr.dg[d.gb(b, t, h)] = dg;
         }
       }
-      std::copy(dS.begin(), dS.end(), gr.dh0.begin() + ptrdiff_t(d.st(b, h)));
+      std::copy(dS.begin(), dS.end(), gr.dh0.begin() + ptrdiff_t(d.st(state, h)));
     }
   // Through the l2 normalisation: dx = r (dxn - xn (xn . dxn)).
   if (in.opt.l2norm_qk) {

@@ -1,7 +1,9 @@
 // Float64 CPU reference of the gated delta rule, token by token, forward and backward.
 // The correctness oracle for tiny shapes; needs no CUDA, so CI's CPU tests can use it.
 // Dense row-major layouts: q, k [B,T,Hk,Dk]; v, o [B,T,Hv,Dv]; g, beta [B,T,Hv];
-// states [B,Hv,Dk,Dv]. An empty vector means "absent" for h0 and dht.
+// states [B,Hv,Dk,Dv]. An empty vector means "absent" for h0 and dht. Varlen (shape.sequences =
+// N > 0, gdn.h): cu_seqlens holds the N + 1 offsets, the states are [N,Hv,Dk,Dv], and each
+// sequence runs exactly as a dense run of its tokens alone would.
 #pragma once
 
 #include "gdn.h"
@@ -14,6 +16,7 @@ struct Inputs {
   Shape shape;
   Options opt;
   std::vector<double> q, k, v, g, beta, h0;
+  std::vector<int32_t> cu_seqlens; // N + 1 offsets when varlen, else empty
 };
 
 struct Forward {

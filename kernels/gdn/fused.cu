@@ -1,7 +1,8 @@
 // The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
-// forward also keeps A, the rstd of q and k, the entering states h and v_new in the saved context.
-// Backward from that context: bwd_scan -> bwd_intra; self-contained: prep -> save_scan -> bwd_scan
-// -> bwd_intra.
+// forward also keeps A, the rstd of q and k, the entering states h and v_new in the saved context
+// (stamped with its shape and options, plus the chunk map when varlen). Backward from that
+// context: bwd_scan -> bwd_intra (which check the stamp first); self-contained: prep -> save_scan
+// -> bwd_scan -> bwd_intra. Every run clears the workspace's status word first (input_error).
 #include "fused.cuh"
 
 namespace qr::gdn {
@@ -21,13 +22,31 @@ std::string columns(const Geo& geo, int& bv) {
   return {};
 }
 
+std::string fused_shape_error(const Shape& s) {
+  if (s.sequences >= 1 << 22) // the chunk map's 22 bits of sequence index
+    return "fused: at most 4194303 sequences";
+  return shape_error(s);
+}
+
+std::string args_error(const Shape& s, const int32_t* cu_seqlens) {
+  if (std::string e = fused_shape_error(s); !e.empty())
+    return e;
+  return s.varlen() && !cu_seqlens ? "fused: varlen needs cu_seqlens" : std::string();
+}
+
 class Fused final : public Backend {
 public:
   std::string name() const override { return "fused"; }
 
   std::string unsupported(const DeviceInfo& dev, const Shape& s) const override {
+    if (std::string e = arch_error(dev); !e.empty())
+      return e;
     // 210 KB of shared memory per scan CTA: sm_90 and sm_100 have 227 KB.
-    return dev.major < 9 ? "needs sm_90 or newer" : shape_error(s);
+    return dev.major < 9 ? "needs sm_90 or newer" : fused_shape_error(s);
+  }
+
+  std::string input_error(const void* workspace, Stream stream) const override {
+    return read_status(name(), workspace, stream);
   }
 
   size_t workspace_bytes(const Shape& s, Pass p) const override {
@@ -43,12 +62,13 @@ public:
   }
 
   std::string run_fwd(const FwdArgs& a, void* workspace, Stream stream) const override {
-    if (std::string e = shape_error(a.shape); !e.empty())
+    if (std::string e = args_error(a.shape, a.cu_seqlens); !e.empty())
       return e;
     if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.o))
       return "fused: q, k, v, o need 16-byte aligned rows";
-    const Geo geo = make_geo(a.shape, a.opt);
+    const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::fwd, workspace, a.saved, nullptr);
+    QR_CUDA_TRY(clear_status(ws.status, stream));
     int bv = 0;
     if (std::string e = columns(geo, bv); !e.empty())
       return e;
@@ -61,13 +81,14 @@ public:
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
-    if (std::string e = shape_error(a.shape); !e.empty())
+    if (std::string e = args_error(a.shape, a.cu_seqlens); !e.empty())
       return e;
     if (!rows_aligned(a.q) || !rows_aligned(a.k) || !rows_aligned(a.v) || !rows_aligned(a.d_o) ||
         !rows_aligned(a.dq) || !rows_aligned(a.dk) || !rows_aligned(a.dv))
       return "fused: q, k, v, do, dq, dk, dv need 16-byte aligned rows";
-    const Geo geo = make_geo(a.shape, a.opt);
+    const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
+    QR_CUDA_TRY(clear_status(ws.status, stream));
     int bv = 0;
     if (std::string e = columns(geo, bv); !e.empty())
       return e;

@@ -29,6 +29,25 @@
 // with it the backward is bwd_scan -> bwd_intra; without it, prep -> save_scan -> bwd_scan ->
 // bwd_intra.
 //
+// Variable-length sequences (gdn.h): chunks never cross a sequence boundary, and chunk j of
+// sequence s sits at slot floor(cu[s] / 64) + s + j (chunked::chunk_slots says why that fits in
+// floor(T / 64) + N slots). Every per-chunk quantity above is laid out by slot exactly as in the
+// dense case (B = 1, NT = slots), so the kernels differ only in where a slot's tokens are and when
+// a state restarts. Prep finds its slot's (sequence, first token, length) by a binary search over
+// cu_seqlens and writes it to the context's chunk map, which the later kernels read (the scans
+// one chunk ahead, so the load never waits). A slot that no sequence uses gets zero tiles from
+// prep (G = 0, A = I, u = w = 0): the scans pass the state through it unchanged, bwd_intra skips
+// it. The forward scan restarts the state from the sequence's initial state (or zero) after the
+// chunk before a sequence's first and writes the final state after its last; the backward scan
+// likewise in reverse with the final-state gradient and the initial-state gradient. All of this is
+// on the device: no host sync, and the launches are the dense ones (CUDA-graph capture works).
+//
+// Input checks (Backend::input_error, via the workspace's status word): prep flags any g > 0 or
+// NaN (exp(G_i - G_j) <= 1 is what keeps the chunk products in range) and, in a varlen run, bad
+// cu_seqlens; a training forward stamps the context with its shape and options, and the backward
+// kernels compare the stamp with their own before they read anything else, returning at once on a
+// mismatch.
+//
 // The scans keep the state slice (128 x BV, fp32) in registers and prefetch the next chunk's tiles
 // with cp.async while they compute the current one (two shared-memory stages). BV is 128 when the
 // (batch, value head) pairs alone fill the GPU, so each CTA reads every tile once, and 64 when they
@@ -50,13 +69,65 @@ using chunked::kLdD;
 using chunked::kLdF;
 using chunked::kThreads;
 
+// Where a chunk slot's tokens are: tokens [t0, t0 + len) of batch row b (len 0: an unused
+// slot); its state is index `state` of the [*, Hv, Dk, Dv] state tensors; first / last: the
+// first / last chunk of its sequence.
+struct Chunk {
+  int b, t0, len, state;
+  bool first, last;
+};
+
+// The varlen chunk map's entry of a slot: {t0, len | first << 7 | last << 8 | state << 9}.
+__host__ __device__ inline int2 encode(const Chunk& c) {
+  return {c.t0, c.len | int(c.first) << 7 | int(c.last) << 8 | c.state << 9};
+}
+__device__ __forceinline__ Chunk decode(int2 e) {
+  return {0, e.x, e.y & 127, e.y >> 9, bool(e.y >> 7 & 1), bool(e.y >> 8 & 1)};
+}
+// Dense slots: chunk n of batch row b.
+__device__ __forceinline__ Chunk dense_chunk(const Geo& g, int b, int n) {
+  return {b, n * kC, g.valid(n), b, n == 0, n == g.NT - 1};
+}
+// Varlen slot n from cu_seqlens (chunked::chunk_slots); offsets are clamped into [0, T] so that
+// bad ones (flagged by prep) never send a kernel out of bounds.
+__device__ __forceinline__ Chunk find_chunk(const Geo& g, int n) {
+  auto at = [&](int i) { return min(max(g.cu[i], 0), g.T); };
+  int lo = 0, hi = g.N - 1; // the last sequence whose first slot is <= n
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (at(mid) / kC + mid <= n)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const int begin = at(lo), end = max(at(lo + 1), begin);
+  const int t0 = begin + (n - begin / kC - lo) * kC;
+  if (t0 < begin || t0 >= end)
+    return {0, 0, 0, lo, false, false};
+  return {0, t0, min(kC, end - t0), lo, t0 == begin, t0 + kC >= end};
+}
+
+// The stamp a training forward leaves at the start of the context, which the backward checks.
+constexpr int kStampWords = 12;
+constexpr int kStampMagic = 0x47444e31; // "GDN1"
+__device__ __forceinline__ void make_stamp(const Geo& g, int (&w)[kStampWords]) {
+  const int v[kStampWords] = {kStampMagic, g.B, g.T,  g.Hk,    g.Hv,      kD,
+                              kD,          g.N, g.NT, g.group, int(g.l2), __float_as_int(g.scale)};
+  for (int i = 0; i < kStampWords; ++i)
+    w[i] = v[i];
+}
+
 // Chunk-major scratch. Per-value-head tensors are [B, Hv, NT, ...], per-key-head ones
 // [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros). The fields marked
 // "context" are what a training forward leaves for the backward (saved_bytes): given a saved
-// buffer they live there, else in the workspace.
+// buffer they live there, else in the workspace. The workspace starts with the status word
+// (common.cuh), the context with its stamp.
 struct Workspace {
-  bf16* qn;  // [B,Hk,Tp,D]     context: normalised q
-  bf16* kn;  // [B,Hk,Tp,D]     context: normalised k
+  unsigned* status; // workspace: the input checks' status bits
+  int* stamp;       // [kStampWords] context: shape and options of the forward that wrote it
+  int2* chunks;     // [NT]          context: the varlen chunk map (varlen only)
+  bf16* qn;         // [B,Hk,Tp,D]     context: normalised q
+  bf16* kn;         // [B,Hk,Tp,D]     context: normalised k
   float* rq; // [B,Hk,Tp]       context: 1 / sqrt(|q|^2 + eps), 1 without l2norm (not inference)
   float* rk; // [B,Hk,Tp]       context: likewise for k (not inference)
   float* G;  // [B,Hv,Tp]       context: in-chunk cumsum of g
@@ -74,13 +145,16 @@ struct Workspace {
   // workspace's size and *ctx_bytes the context's.
   static Workspace carve(const Shape& s, Pass p, void* base, const void* saved, size_t* ws_bytes,
                          size_t* ctx_bytes = nullptr) {
-    const size_t NT = (s.seq_len + kC - 1) / kC, Tp = NT * kC;
+    const size_t NT = chunked::chunk_slots(s), Tp = NT * kC;
     const size_t vh = size_t(s.batch) * s.value_heads, kh = size_t(s.batch) * s.key_heads;
     const bool bwd = p == Pass::bwd, inference = !bwd && !saved && !ctx_bytes;
     Carver wc{static_cast<char*>(base)};
     Carver cc{static_cast<char*>(const_cast<void*>(saved))};
     Carver& c = saved || ctx_bytes ? cc : wc; // where the context goes
     Workspace ws{};
+    ws.status = wc.take<unsigned>(kStatusBytes / sizeof(unsigned));
+    ws.stamp = c.take<int>(kStampWords);
+    ws.chunks = s.varlen() ? c.take<int2>(NT) : nullptr;
     ws.qn = c.take<bf16>(kh * Tp * kD);
     ws.kn = c.take<bf16>(kh * Tp * kD);
     ws.G = c.take<float>(vh * Tp);
@@ -114,6 +188,29 @@ __device__ __forceinline__ size_t vrow(const Geo& g, int bh, int n) {
 __device__ __forceinline__ size_t krow(const Geo& g, int bh, int n) {
   const int b = bh / g.Hv, hk = (bh % g.Hv) / g.group;
   return (size_t(b * g.Hk + hk) * g.NT + n) * kC;
+}
+
+// Slot n's chunk in the kernels after prep: from the chunk map when varlen.
+__device__ __forceinline__ Chunk chunk_at(const Geo& g, const Workspace& ws, int b, int n) {
+  return g.N ? decode(ws.chunks[n]) : dense_chunk(g, b, n);
+}
+
+// Whether the context's stamp matches this geometry; else flags the status (all threads of the
+// CTA call it and get the same answer).
+__device__ __forceinline__ bool stamp_ok(const Geo& g, const Workspace& ws) {
+  int want[kStampWords];
+  make_stamp(g, want);
+  bool bad = false, absent = false;
+  if (threadIdx.x < kStampWords) {
+    const int got = ws.stamp[threadIdx.x];
+    bad = got != want[threadIdx.x];
+    absent = threadIdx.x == 0 && bad;
+  }
+  absent = __syncthreads_or(absent);
+  bad = __syncthreads_or(bad);
+  if (bad && threadIdx.x == 0)
+    atomicOr(ws.status, absent ? kNoContext : kBadContext);
+  return !bad;
 }
 
 // Copies a ROWS x COLS bf16 tile from shared memory (row stride ld_src) to global memory (row

@@ -23,6 +23,8 @@
 // dQKs = sum_h dQK and Psym = sum_h (dP + dP^T) summed in fp32 shared memory (both triangular:
 // one 64 x 64 tile holds dQKs on and below the diagonal and dP^T above it).
 // Finally dq, dk go through the l2 normalisation's backward: dx = rstd (dxn - xn (xn . dxn)).
+// Each CTA first checks the context's stamp; varlen slots come from the chunk map, and an unused
+// slot returns at once.
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -139,7 +141,12 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   extern __shared__ __align__(16) char smem_raw[];
   IntraSmem& sm = *reinterpret_cast<IntraSmem*>(smem_raw);
   const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
-  const int t0 = n * kC, L = geo.valid(n), tid = threadIdx.x, warp = tid / 32;
+  if (!stamp_ok(geo, ws))
+    return;
+  const Chunk ch = chunk_at(geo, ws, b, n);
+  if (ch.len == 0) // an unused varlen slot: no tokens, no gradients
+    return;
+  const int t0 = ch.t0, L = ch.len, tid = threadIdx.x, warp = tid / 32;
   // warp tile: rows m0 .. m0 + 15, columns n0 .. n0 + 31 of a 64 x 128 tile, nn .. nn + 15 of a
   // 64 x 64 one; rs, cs: its Parts slots of row and column sums
   const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4), nn = 16 * (warp / 4);

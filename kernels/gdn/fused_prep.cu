@@ -10,9 +10,12 @@
 //   L    = strictLower(diag(beta) (K K^T .* D))
 //   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; context: stored in bf16)
 //   u    = A diag(beta) V,  w = A diag(beta exp(G)) K
-// Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared
-// memory; K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on 2 x 16 rows (bands
-// paired to balance A's triangle) x 32 columns per warp.
+// Varlen: the CTA finds its slot's sequence, first token and length by a binary search over
+// cu_seqlens and writes them to the chunk map (fused.cuh); an unused slot gets zero tiles. Every
+// CTA flags g > 0 or NaN into the status, the first one also bad cu_seqlens, and in a training
+// forward it stamps the context. Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with
+// padded rows (kLdD) in shared memory; K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u
+// and w on 2 x 16 rows (bands paired to balance A's triangle) x 32 columns per warp.
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -58,9 +61,22 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
   extern __shared__ __align__(16) char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
   const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
-  const int h0 = hk * geo.group, t0 = n * kC, L = geo.valid(n);
   const int tid = threadIdx.x, warp = tid / 32;
+  const Chunk ch = geo.N ? find_chunk(geo, n) : dense_chunk(geo, b, n);
+  const int h0 = hk * geo.group, t0 = ch.t0, L = ch.len;
   const size_t krow0 = krow(geo, b * geo.Hv + h0, n);
+  if (blockIdx.y == 0) { // once per slot: the chunk map; once per run: the offsets, the stamp
+    if (geo.N && tid == 0)
+      ws.chunks[n] = encode(ch);
+    if (n == 0 && geo.N && !offsets_ok(geo.cu, geo.N, geo.T) && tid == 0)
+      atomicOr(ws.status, kBadOffsets);
+    if (kContext && n == 0 && tid == 0) {
+      int w[kStampWords];
+      make_stamp(geo, w);
+      for (int i = 0; i < kStampWords; ++i)
+        ws.stamp[i] = w[i];
+    }
+  }
 
   load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
   load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, in.q.at(b, t0, hk), in.q.st, L);
@@ -68,16 +84,20 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
   cp_async_commit();
   float* const Gs = reinterpret_cast<float*>(smem_raw + sizeof(PrepSmem)); // G of head h0 + j
   float* const betas = Gs + geo.group * kC; // at Gs + j kC, beta at betas + j kC
+  bool bad_gate = false;                    // g > 0 or NaN
   for (int e = tid; e < geo.group * kC; e += kThreads) {
     const int hv = e / kC, i = e % kC;
     const bool ok = i < L;
-    Gs[e] = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f; // g until the cumsum
+    const float g = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f;
+    bad_gate |= !(g <= 0.f);
+    Gs[e] = g; // g until the cumsum
     betas[e] = ok ? __bfloat162float(*in.beta.at(b, t0 + i, h0 + hv)) : 0.f;
   }
   if (tid < kC)
     sm.rq[tid] = sm.rk[tid] = 1.f;
   cp_async_wait<0>();
-  __syncthreads();
+  if (__syncthreads_or(bad_gate) && tid == 0)
+    atomicOr(ws.status, kBadGate);
   for (int hv = warp; hv < geo.group; hv += kThreads / 32)
     warp_cumsum64(Gs + hv * kC, Gs + hv * kC); // in place: each lane reads its pair first
   if (geo.l2) {

@@ -21,6 +21,11 @@
 //   phase A  dS -> bf16 smem, then to dh_n; Q rows scaled in place by scale exp(G)
 //   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
 //   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do - w^T dv_new
+// Sequence boundaries (varlen; fused.cuh): the forward scans save the final state after a
+// sequence's last chunk and load the next sequence's initial state (or zero) after the chunk before
+// its first; the backward scan saves the initial-state gradient after a first chunk and loads the
+// final-state gradient after the chunk behind a last one. The chunk map is read one chunk ahead, so
+// its loads overlap a chunk's compute. The backward scan checks the context's stamp first.
 // The tiles the scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
 // shared-memory copies in coalesced 16-byte pieces: stored straight from the mma fragments, as
 // 4-byte pieces that each half-fill a sector, they made the backward scans L2-bound. (Hopper bulk
@@ -82,6 +87,13 @@ __device__ __forceinline__ T* offset(T* p, size_t i) {
   return p ? p + i : nullptr;
 }
 
+// The warp's first element of value head h's state of chunk c's sequence (or batch row) in an
+// fp32 [*, Hv, Dk, Dv] state tensor (nullable), `tile` = the element's offset inside one state.
+template <class T>
+__device__ __forceinline__ T* state_of(T* p, const Geo& geo, const Chunk& c, int h, int tile) {
+  return offset(p, (size_t(c.state) * geo.Hv + h) * kD * kD + tile);
+}
+
 template <int BV>
 struct FwdStage {
   bf16 w[kC * kLdD], q[kC * kLdD], k[kC * kLdD];
@@ -126,9 +138,10 @@ __global__ void __launch_bounds__(32 * W, 1)
     load_G(s.G, ws.G + row0);
   };
 
-  const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
+  const int tile = sr * kD + v0 + sc;
+  Chunk cur = chunk_at(geo, ws, b, 0); // slot 0 starts the first sequence
   Acc<32, Tiles::SN> S;
-  load_state(S, offset(h0, state0));
+  load_state(S, state_of(h0, geo, cur, h, tile));
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
@@ -137,6 +150,7 @@ __global__ void __launch_bounds__(32 * W, 1)
     if (n + 1 < geo.NT)
       issue(n + 1);
     cp_async_commit();
+    const Chunk next = n + 1 < geo.NT ? chunk_at(geo, ws, b, n + 1) : Chunk{};
     const FwdStage<BV>& s = sm.st[n & 1];
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
@@ -168,7 +182,7 @@ __global__ void __launch_bounds__(32 * W, 1)
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (!first_half) { // o = P + Ms v_new
       warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, pr, pc);
-      store_acc_bf16(X, o.at(b, n * kC + pr, h) + v0 + pc, o.st, geo.valid(n) - pr);
+      store_acc_bf16(X, o.at(cur.b, cur.t0 + pr, h) + v0 + pc, o.st, cur.len - pr);
     }
     if (kSave && first_half) { // beside the output; sm.s and sm.nu are next written after the
                                // next chunk's first barrier
@@ -176,8 +190,12 @@ __global__ void __launch_bounds__(32 * W, 1)
                                  tid);
       store_tile<kC, BV, kT / 2>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv, tid);
     }
+    if (cur.last)
+      save_state(S, state_of(ht, geo, cur, h, tile));
+    if (next.first) // varlen: the next slot starts a sequence
+      load_state(S, state_of(h0, geo, next, h, tile));
+    cur = next;
   }
-  save_state(S, offset(ht, state0));
 }
 
 template <int BV>
@@ -201,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int ldv = kLdV<BV>;
   extern __shared__ __align__(16) char smem_raw[];
   SaveSmem<BV>& sm = *reinterpret_cast<SaveSmem<BV>*>(smem_raw);
-  const int v0 = blockIdx.x * BV, bh = blockIdx.y;
+  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int tid = threadIdx.x, warp = tid / 32;
   const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
   const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
@@ -215,8 +233,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_G(s.G, ws.G + row0);
   };
 
+  const int tile = sr * kD + v0 + sc;
   Acc<32, BV / 2> S;
-  load_state(S, offset(h0, size_t(bh) * kD * kD + sr * kD + v0 + sc));
+  load_state(S, state_of(h0, geo, chunk_at(geo, ws, b, 0), h, tile));
   issue(0);
   cp_async_commit();
   for (int n = 0; n < geo.NT; ++n) {
@@ -225,6 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (n + 1 < geo.NT)
       issue(n + 1);
     cp_async_commit();
+    const Chunk next = n + 1 < geo.NT ? chunk_at(geo, ws, b, n + 1) : Chunk{};
     const SaveStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
@@ -250,6 +270,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float decay = __expf(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
+    if (next.first)
+      load_state(S, state_of(h0, geo, next, h, tile));
   }
 }
 
@@ -284,28 +306,35 @@ __global__ void __launch_bounds__(32 * W, 1)
   const All pb(warp);
   const int pr = pb.r0, pc = pb.c0;
 
-  auto issue = [&](int n) {
+  if (!stamp_ok(geo, ws))
+    return;
+  auto issue = [&](int n, const Chunk& c) {
     BwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
     load_tile_async<kC, kD, kT>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
     load_tile_async<kC, kC, kT>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
-    load_tile_async<kC, BV, kT>(s.d_o, ldv, d_o.at(b, n * kC, h) + v0, d_o.st, geo.valid(n));
+    load_tile_async<kC, BV, kT>(s.d_o, ldv, d_o.at(c.b, c.t0, h) + v0, d_o.st, c.len);
     load_G(s.G, ws.G + row0);
   };
 
-  const size_t state0 = size_t(bh) * kD * kD + sr * kD + v0 + sc;
+  // cur: slot n; prev: slot n - 1 (its d_o goes out at the top of chunk n); the slot before that
+  // is read one chunk ahead of its use.
+  const int tile = sr * kD + v0 + sc;
+  Chunk cur = chunk_at(geo, ws, b, geo.NT - 1);
+  Chunk prev = geo.NT > 1 ? chunk_at(geo, ws, b, geo.NT - 2) : Chunk{};
   Acc<32, Tiles::SN> dS;
-  load_state(dS, offset(dht, state0));
-  issue(geo.NT - 1);
+  load_state(dS, cur.last ? state_of(dht, geo, cur, h, tile) : nullptr);
+  issue(geo.NT - 1, cur);
   cp_async_commit();
   for (int n = geo.NT - 1; n >= 0; --n) {
     cp_async_wait<0>();
     __syncthreads();
     if (n > 0)
-      issue(n - 1);
+      issue(n - 1, prev);
     cp_async_commit();
+    const Chunk before = n > 1 ? chunk_at(geo, ws, b, n - 2) : Chunk{};
     BwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
@@ -345,8 +374,13 @@ __global__ void __launch_bounds__(32 * W, 1)
     dS.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);
+    if (cur.first)
+      save_state(dS, state_of(dh0, geo, cur, h, tile));
+    if (n > 0 && prev.last) // varlen: slot n - 1 ends a sequence
+      load_state(dS, state_of(dht, geo, prev, h, tile));
+    cur = prev;
+    prev = before;
   }
-  save_state(dS, offset(dh0, state0));
 }
 
 template <class Kernel, class... Args>

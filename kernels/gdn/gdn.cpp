@@ -7,7 +7,8 @@ namespace qr::gdn {
 
 bool Shape::valid() const {
   return batch > 0 && seq_len > 0 && key_heads > 0 && value_heads > 0 && head_dim_k > 0 &&
-         head_dim_v > 0 && value_heads % key_heads == 0;
+         head_dim_v > 0 && value_heads % key_heads == 0 && sequences >= 0 &&
+         (sequences == 0 || (batch == 1 && sequences <= seq_len));
 }
 
 float Options::effective_scale(const Shape& s) const {
@@ -41,7 +42,7 @@ double model_bytes(const Shape& s, Pass p, bool with_states) {
   const double qk = tok * s.key_heads * s.head_dim_k * 2;
   const double v = tok * s.value_heads * s.head_dim_v * 2;
   const double gb = tok * s.value_heads * (4 + 2);
-  const double state = double(s.batch) * s.value_heads * s.head_dim_k * s.head_dim_v * 4;
+  const double state = double(s.states()) * s.value_heads * s.head_dim_k * s.head_dim_v * 4;
   const double in = 2 * qk + v + gb + (with_states ? state : 0);
   if (p == Pass::fwd)
     return in + v + (with_states ? state : 0);

@@ -6,6 +6,11 @@
 //                sum(do . o) + sum(dht . ht) at the same inputs, on sampled elements
 //   stability:   no NaN / Inf and agreement for large |g| and long sequences without decay
 //   determinism: two runs of each non-reference backend give bit-identical outputs
+//   varlen:      packed sequences (cu_seqlens) against the CPU oracle or `reference`, and `fused`
+//                against its own dense runs of each sequence alone, which must match bit for bit
+//                (the chunks and their math are the same); `chunked` must refuse them
+//   checks:      the device-side input checks (Backend::input_error): a positive gate, bad
+//                cu_seqlens, a saved context from another shape or options, or none at all
 // A backend that keeps a saved context (fused) is checked on both paths: training (the forward
 // keeps the context, the backward reads it) and recompute (self-contained backward).
 // Every output buffer is poisoned with NaN before each run. Errors are relative L2 norms
@@ -52,9 +57,10 @@ void report(const std::string& suite, const std::string& what, const std::string
 }
 
 std::string describe(const Shape& s, const Options& o, const InputSpec& in) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "B%d T%d Hk%d Hv%d%s%s%s", s.batch, s.seq_len, s.key_heads,
-                s.value_heads, o.l2norm_qk ? "" : " no-l2", in.initial_state ? " states" : "",
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "B%d T%d Hk%d Hv%d%s%s%s%s", s.batch, s.seq_len, s.key_heads,
+                s.value_heads, s.varlen() ? (" N" + std::to_string(s.sequences)).c_str() : "",
+                o.l2norm_qk ? "" : " no-l2", in.initial_state ? " states" : "",
                 in.g_scale != 1.f ? (" g*" + std::to_string(int(in.g_scale))).c_str() : "");
   return buf;
 }
@@ -83,6 +89,8 @@ bool run(const Backend& be, Problem& p, Outputs& got, bool train) {
       e = run_pass(be, p, r, nullptr);
     if (cudaError_t ce = cudaDeviceSynchronize(); e.empty() && ce != cudaSuccess)
       e = cudaGetErrorString(ce);
+    if (e.empty()) // valid inputs: the device-side checks must pass
+      e = be.input_error(p.workspace.get(), nullptr);
     if (!e.empty()) {
       std::printf("ERROR %s: %s\n", path_name(be, train).c_str(), e.c_str());
       ++g_failures;
@@ -267,6 +275,213 @@ void determinism_suite(const Shape& s, const std::vector<std::unique_ptr<Backend
     }
 }
 
+// Packed lengths for the varlen cases: `n` lengths from 1 to `max_len`, with single tokens and
+// lengths around the 64-token chunk among them.
+std::vector<int> ragged(int n, int max_len, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> len(1, max_len);
+  const int fixed[] = {1, 64, 65, 63, 1, 130, 2};
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back(i < 7 && fixed[i] <= max_len ? fixed[i] : len(rng));
+  return v;
+}
+
+Shape varlen_shape(const std::vector<int>& lens, int hk, int hv) {
+  int T = 0;
+  for (int l : lens)
+    T += l;
+  Shape s = shape(1, T, hk, hv);
+  s.sequences = int(lens.size());
+  return s;
+}
+
+// Fills all of dst from src, starting at src's element `at` (of elem_bytes each).
+std::string copy_slice(DeviceBuffer& dst, const DeviceBuffer& src, size_t at, size_t elem_bytes) {
+  if (!dst.bytes())
+    return {};
+  const cudaError_t e = cudaMemcpy(dst.get(), static_cast<const char*>(src.get()) + at * elem_bytes,
+                                   dst.bytes(), cudaMemcpyDeviceToDevice);
+  return e == cudaSuccess ? std::string() : cudaGetErrorString(e);
+}
+
+// `fused` on sequence i of the packed problem alone, as a dense batch-1 run: its outputs.
+bool dense_run_of(const Backend& be, const Problem& packed, int i, const InputSpec& spec,
+                  bool train, Outputs& got) {
+  const Shape& ps = packed.shape;
+  const int t0 = packed.cu_host[i], t1 = packed.cu_host[i + 1];
+  const Shape s = shape(1, t1 - t0, ps.key_heads, ps.value_heads);
+  InputSpec in = spec;
+  in.seq_lens.clear();
+  Problem p;
+  std::string e = p.init(s, packed.opt, in);
+  const size_t qk = size_t(ps.key_heads) * 128, vd = size_t(ps.value_heads) * 128;
+  const size_t st = size_t(ps.value_heads) * 128 * 128;
+  for (auto [dst, src, at, eb] : {std::tuple{&p.q, &packed.q, t0 * qk, 2},
+                                  {&p.k, &packed.k, t0 * qk, 2},
+                                  {&p.v, &packed.v, t0 * vd, 2},
+                                  {&p.d_o, &packed.d_o, t0 * vd, 2},
+                                  {&p.g, &packed.g, size_t(t0) * ps.value_heads, 4},
+                                  {&p.beta, &packed.beta, size_t(t0) * ps.value_heads, 2},
+                                  {&p.h0, &packed.h0, i * st, 4},
+                                  {&p.dht, &packed.dht, i * st, 4}})
+    if (e.empty())
+      e = copy_slice(*dst, *src, at, size_t(eb));
+  if (e.empty())
+    e = p.ensure_workspace(
+        std::max(be.workspace_bytes(s, Pass::fwd), be.workspace_bytes(s, Pass::bwd)));
+  if (e.empty())
+    e = p.ensure_saved(be.saved_bytes(s));
+  if (!e.empty()) {
+    std::printf("ERROR dense run of sequence %d: %s\n", i, e.c_str());
+    ++g_failures;
+    return false;
+  }
+  return run(be, p, got, train);
+}
+
+// The rows [t0, t1) of a [T, ...] output, or state i of an [N, ...] one.
+std::vector<double> part(const std::vector<double>& x, size_t units, size_t from, size_t to) {
+  const size_t per = x.size() / units;
+  return {x.begin() + ptrdiff_t(from * per), x.begin() + ptrdiff_t(to * per)};
+}
+
+void varlen_suite(const std::vector<std::vector<int>>& cases, int hk, int hv, bool oracle,
+                  const std::vector<std::unique_ptr<Backend>>& bes) {
+  for (const std::vector<int>& lens : cases) {
+    const Shape s = varlen_shape(lens, hk, hv);
+    Problem p;
+    Options o;
+    InputSpec in;
+    in.initial_state = in.d_final_state = true;
+    in.seq_lens = lens;
+    in.seed = uint64_t(s.seq_len) * 17 + s.sequences;
+    for (const auto& be : bes) // chunked must refuse packed sequences, not compute them
+      if (be->name() == "chunked") {
+        const std::string why = be->unsupported(DeviceInfo{9, 0, 132}, s);
+        g_failures += why.empty();
+        std::printf("%-11s chunked refuses %s: %s\n", "varlen", describe(s, o, in).c_str(),
+                    why.empty() ? "FAIL" : why.c_str());
+      }
+    if (!setup(p, s, o, in, bes))
+      continue;
+    Outputs ref;
+    if (oracle)
+      ref = cpu_outputs(p);
+    else if (!run(*bes.front(), p, ref, true))
+      continue;
+    for (const auto& be : bes) {
+      if (be->name() == "chunked" || (!oracle && be == bes.front()))
+        continue;
+      for (bool train : paths(*be, s)) {
+        Outputs got;
+        if (!run(*be, p, got, train))
+          continue;
+        for (const auto& [name, data] : got)
+          report("varlen",
+                 path_name(*be, train) + " " + describe(s, o, in) +
+                     (oracle ? " vs cpu" : " vs reference"),
+                 name, compare(data, ref.at(name)), tol_for(be->name(), false));
+        if (be->name() != "fused" || s.sequences > 64)
+          continue;
+        // Each sequence alone, dense: the same chunks, so the same bits.
+        const size_t T = size_t(s.seq_len), N = size_t(s.sequences);
+        size_t differ = 0;
+        for (int i = 0; i < s.sequences; ++i) {
+          Outputs one;
+          if (!dense_run_of(*be, p, i, in, train, one))
+            break;
+          const size_t t0 = p.cu_host[i], t1 = p.cu_host[i + 1];
+          for (const auto& [name, data] : one) {
+            const bool state = name == "ht" || name == "dh0";
+            const std::vector<double> mine =
+                state ? part(got[name], N, i, i + 1) : part(got[name], T, t0, t1);
+            differ += mine.size() != data.size() ||
+                      std::memcmp(mine.data(), data.data(), data.size() * 8) != 0;
+          }
+        }
+        g_failures += differ != 0;
+        std::printf("%-11s %-44s every output of every sequence as its dense run: %s\n", "varlen",
+                    (path_name(*be, train) + " " + describe(s, o, in)).c_str(),
+                    differ ? "DIFFERS FAIL" : "bit-identical ok");
+      }
+    }
+  }
+}
+
+// The input checks: each bad input is reported by input_error, and a clean run reports nothing.
+void checks_suite(const std::vector<std::unique_ptr<Backend>>& bes) {
+  const Backend* fused = nullptr;
+  for (const auto& be : bes)
+    if (be->name() == "fused")
+      fused = be.get();
+  if (!fused)
+    return;
+  auto expect = [](const char* what, const std::string& why, const char* needle) {
+    const bool ok = why.find(needle) != std::string::npos;
+    g_failures += !ok;
+    std::printf("%-11s %-44s %s: %s\n", "checks", what, ok ? "ok" : "FAIL",
+                why.empty() ? "(no error)" : why.c_str());
+  };
+  const Shape s = shape(1, 130, 1, 2);
+  Problem p;
+  Options o;
+  InputSpec in;
+  if (!setup(p, s, o, in, bes))
+    return;
+  // A positive gate: g[70, head 1] = 0.5.
+  const float pos = 0.5f;
+  cudaMemcpy(p.g.as<float>() + 70 * 2 + 1, &pos, 4, cudaMemcpyHostToDevice);
+  std::string e = run_pass(*fused, p, Run::fwd, nullptr);
+  expect("fused fwd, one g > 0", e.empty() ? fused->input_error(p.workspace.get(), nullptr) : e,
+         "g must be <= 0");
+  e = run_pass(*fused, p, Run::bwd_recompute, nullptr);
+  expect("fused bwd recompute, one g > 0",
+         e.empty() ? fused->input_error(p.workspace.get(), nullptr) : e, "g must be <= 0");
+  const float nan = NAN;
+  cudaMemcpy(p.g.as<float>() + 70 * 2 + 1, &nan, 4, cudaMemcpyHostToDevice);
+  e = run_pass(*fused, p, Run::fwd, nullptr);
+  expect("fused fwd, one g NaN", e.empty() ? fused->input_error(p.workspace.get(), nullptr) : e,
+         "g must be <= 0");
+  const float neg = -0.25f;
+  cudaMemcpy(p.g.as<float>() + 70 * 2 + 1, &neg, 4, cudaMemcpyHostToDevice);
+  e = run_pass(*fused, p, Run::fwd, nullptr);
+  const std::string clean = e.empty() ? fused->input_error(p.workspace.get(), nullptr) : e;
+  g_failures += !clean.empty();
+  std::printf("%-11s %-44s %s\n", "checks", "fused fwd, g <= 0 again: no error",
+              clean.empty() ? "ok" : ("FAIL " + clean).c_str());
+  // A context never written, then one from other options.
+  p.poison_saved();
+  e = run_pass(*fused, p, Run::bwd, nullptr);
+  expect("fused bwd, context never written",
+         e.empty() ? fused->input_error(p.workspace.get(), nullptr) : e, "not written");
+  e = run_pass(*fused, p, Run::fwd_train, nullptr);
+  p.opt.l2norm_qk = false;
+  if (e.empty())
+    e = run_pass(*fused, p, Run::bwd, nullptr);
+  expect("fused bwd, context of other options",
+         e.empty() ? fused->input_error(p.workspace.get(), nullptr) : e, "another shape");
+  p.opt.l2norm_qk = true;
+  // Bad offsets: sequence 1 ends before it starts.
+  const Shape vs = varlen_shape({50, 30, 50}, 1, 2);
+  Problem q;
+  InputSpec vin;
+  vin.seq_lens = {50, 30, 50};
+  if (!setup(q, vs, o, vin, bes))
+    return;
+  const int32_t bad[] = {0, 90, 80, 130};
+  cudaMemcpy(q.cu_seqlens.get(), bad, sizeof bad, cudaMemcpyHostToDevice);
+  for (const auto& be : bes) {
+    if (!be->unsupported(DeviceInfo{9, 0, 132}, vs).empty())
+      continue;
+    for (Run r : {Run::fwd, Run::bwd_recompute}) {
+      e = run_pass(*be, q, r, nullptr);
+      expect((be->name() + (r == Run::fwd ? " fwd" : " bwd") + ", bad cu_seqlens").c_str(),
+             e.empty() ? be->input_error(q.workspace.get(), nullptr) : e, "cu_seqlens");
+    }
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -292,6 +507,8 @@ int main(int argc, char** argv) {
     agreement_suite({{shape(1, 130, 1, 4), true, true}, {shape(1, 70, 4, 100), true, true}}, bes,
                     "agreement");
     determinism_suite(shape(1, 130, 1, 2), bes);
+    varlen_suite({{1, 65, 3, 130, 64, 1, 7}}, 1, 2, true, bes);
+    checks_suite(bes);
   } else {
     oracle_suite({{shape(1, 64, 1, 1), true, false},
                   {shape(2, 200, 2, 4), true, true},
@@ -310,6 +527,10 @@ int main(int argc, char** argv) {
                      {shape(1, 16384, 1, 2), true, true, 0.f}}, // no decay, 16K tokens
                     bes, "stability");
     determinism_suite(shape(2, 1000, 2, 4), bes);
+    varlen_suite({{1, 65, 3, 130, 64, 1, 7}, ragged(40, 300, 1)}, 2, 4, true, bes);
+    varlen_suite({ragged(16, 2000, 2), {4096, 1, 4095}}, 4, 16, false, bes);
+    varlen_suite({ragged(1000, 40, 3), ragged(10000, 3, 4)}, 1, 2, false, bes);
+    checks_suite(bes);
   }
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
   return g_failures ? 1 : 0;

@@ -15,15 +15,17 @@ size_t rounded(size_t bytes) { // the workspace carver's 256-byte granules
   return (bytes + 255) / 256 * 256;
 }
 
-// The fused context by its documented layout: per key head qn, kn (bf16) and their rstd (fp32);
-// per value head G (fp32), w, v_new (bf16, D wide), Ms, A (bf16, 64 wide) and h (bf16, D x D per
-// chunk).
+// The fused context by its documented layout: the stamp (12 ints) and, when varlen, the chunk
+// map (8 bytes per slot); per key head qn, kn (bf16) and their rstd (fp32); per value head G
+// (fp32), w, v_new (bf16, D wide), Ms, A (bf16, 64 wide) and h (bf16, D x D per chunk). Varlen
+// has floor(T / 64) + N chunk slots.
 size_t fused_context_bytes(const Shape& s) {
-  const size_t nt = (s.seq_len + 63) / 64, tp = nt * 64, d = 128;
+  const size_t nt = s.varlen() ? s.seq_len / 64 + s.sequences : (s.seq_len + 63) / 64;
+  const size_t tp = nt * 64, d = 128;
   const size_t kh = size_t(s.batch) * s.key_heads, vh = size_t(s.batch) * s.value_heads;
-  return 2 * rounded(kh * tp * d * 2) + 2 * rounded(kh * tp * 4) + rounded(vh * tp * 4) +
-         2 * rounded(vh * tp * d * 2) + 2 * rounded(vh * tp * 64 * 2) +
-         rounded(vh * nt * d * d * 2);
+  return rounded(12 * 4) + (s.varlen() ? rounded(nt * 8) : 0) + 2 * rounded(kh * tp * d * 2) +
+         2 * rounded(kh * tp * 4) + rounded(vh * tp * 4) + 2 * rounded(vh * tp * d * 2) +
+         2 * rounded(vh * tp * 64 * 2) + rounded(vh * nt * d * d * 2);
 }
 
 std::unique_ptr<Backend> backend(const std::string& name) {
@@ -47,11 +49,28 @@ TEST_CASE("fused keeps the documented context; reference and chunked keep none",
   // A ragged T rounds to whole chunks.
   const Shape ragged{2, 70, 2, 4, 128, 128};
   CHECK(fused->saved_bytes(ragged) == fused_context_bytes(ragged));
+  // Varlen sizes depend on T and N only.
+  const Shape packed{1, 4096, 16, 32, 128, 128, 100};
+  CHECK(fused->saved_bytes(packed) == fused_context_bytes(packed));
+  CHECK(fused->saved_bytes(packed) > fused->saved_bytes(Shape{1, 4096, 16, 32, 128, 128}));
   for (const char* name : {"reference", "chunked"}) {
     const auto b = backend(name);
     REQUIRE(b);
     CHECK(b->saved_bytes(s35) == 0);
   }
+}
+
+TEST_CASE("backends refuse what they cannot run", "[gdn]") {
+  const Shape dense{1, 64, 1, 1, 128, 128}, packed{1, 64, 1, 1, 128, 128, 3};
+  for (const auto& b : all_backends()) {
+    INFO(b->name());
+    // No build has code for a made-up sm_127: the launch would fail, so unsupported() says so.
+    CHECK(b->unsupported(DeviceInfo{12, 7, 132}, dense).find("no code for sm_127") !=
+          std::string::npos);
+    CHECK(b->unsupported(DeviceInfo{9, 0, 132}, Shape{1, 64, 1, 1, 128, 128, 65}) != "");
+  }
+  CHECK(backend("chunked")->unsupported(DeviceInfo{9, 0, 132}, packed).find("variable-length") !=
+        std::string::npos);
 }
 
 TEST_CASE("the cuDNN conv baseline, where built, loads cuDNN at run time", "[gdn][conv]") {

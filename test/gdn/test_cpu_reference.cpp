@@ -30,7 +30,7 @@ cpu::Inputs random_inputs(Shape s, bool l2, bool h0, unsigned seed) {
   fill(in.g, tok * s.value_heads, [&] { return -std::log1p(std::exp(-n01(rng))); });
   fill(in.beta, tok * s.value_heads, [&] { return 1.0 / (1.0 + std::exp(-u01(rng))); });
   if (h0)
-    fill(in.h0, size_t(s.batch) * s.value_heads * s.head_dim_k * s.head_dim_v,
+    fill(in.h0, size_t(s.states()) * s.value_heads * s.head_dim_k * s.head_dim_v,
          [&] { return 0.5 * n01(rng); });
   return in;
 }
@@ -193,6 +193,79 @@ TEST_CASE("backward matches central finite differences", "[gdn][cpu]") {
     INFO("dh0");
     CHECK(err <= 1e-6);
   }
+}
+
+// Tokens [t0, t1) of every [T, H, D] tensor in `x` (batch 1), as a dense tensor of t1 - t0 tokens.
+std::vector<double> tokens(const std::vector<double>& x, int T, int t0, int t1) {
+  const size_t row = x.size() / size_t(T);
+  return {x.begin() + ptrdiff_t(t0 * row), x.begin() + ptrdiff_t(t1 * row)};
+}
+// State i of an [N, Hv, Dk, Dv] tensor (empty stays empty).
+std::vector<double> state(const std::vector<double>& x, int N, int i) {
+  if (x.empty())
+    return {};
+  const size_t n = x.size() / size_t(N);
+  return {x.begin() + ptrdiff_t(i * n), x.begin() + ptrdiff_t((i + 1) * n)};
+}
+
+TEST_CASE("varlen runs every sequence exactly as a dense run of its tokens alone", "[gdn][cpu]") {
+  // Boundaries off the 64-token blocks, single-token sequences, a 130-token one crossing two
+  // checkpoint blocks of the backward.
+  const std::vector<int> lens = {1, 65, 3, 130, 64, 1, 7};
+  std::vector<int32_t> cu = {0};
+  for (int l : lens)
+    cu.push_back(cu.back() + l);
+  const int N = int(lens.size()), T = cu.back();
+  for (bool h0 : {true, false}) {
+    const Shape s{1, T, 2, 4, 5, 3, N};
+    cpu::Inputs in = random_inputs(s, true, h0, 40 + h0);
+    in.cu_seqlens = cu;
+    const cpu::Forward f = cpu::forward(in);
+    const std::vector<double> d_o = randn(f.o.size(), 41), dht = randn(f.ht.size(), 42);
+    const cpu::Grads gr = cpu::backward(in, d_o, dht);
+    for (int i = 0; i < N; ++i) {
+      const int t0 = cu[i], t1 = cu[i + 1];
+      cpu::Inputs one;
+      one.shape = {1, t1 - t0, 2, 4, 5, 3};
+      one.opt = in.opt;
+      one.q = tokens(in.q, T, t0, t1);
+      one.k = tokens(in.k, T, t0, t1);
+      one.v = tokens(in.v, T, t0, t1);
+      one.g = tokens(in.g, T, t0, t1);
+      one.beta = tokens(in.beta, T, t0, t1);
+      one.h0 = state(in.h0, N, i);
+      const cpu::Forward fo = cpu::forward(one);
+      const cpu::Grads go = cpu::backward(one, tokens(d_o, T, t0, t1), state(dht, N, i));
+      INFO("sequence " << i << " tokens " << t0 << ".." << t1 << (h0 ? " h0" : ""));
+      CHECK(tokens(f.o, T, t0, t1) == fo.o);
+      CHECK(state(f.ht, N, i) == fo.ht);
+      CHECK(tokens(gr.dq, T, t0, t1) == go.dq);
+      CHECK(tokens(gr.dk, T, t0, t1) == go.dk);
+      CHECK(tokens(gr.dv, T, t0, t1) == go.dv);
+      CHECK(tokens(gr.dg, T, t0, t1) == go.dg);
+      CHECK(tokens(gr.dbeta, T, t0, t1) == go.dbeta);
+      CHECK(state(gr.dh0, N, i) == go.dh0);
+    }
+  }
+}
+
+TEST_CASE("varlen shapes and offsets are checked", "[gdn][cpu]") {
+  CHECK(Shape{1, 10, 1, 1, 4, 4, 10}.valid());
+  CHECK_FALSE(Shape{2, 10, 1, 1, 4, 4, 3}.valid());  // packed sequences need batch 1
+  CHECK_FALSE(Shape{1, 10, 1, 1, 4, 4, 11}.valid()); // more sequences than tokens
+  CHECK(Shape{1, 10, 1, 1, 4, 4, 3}.states() == 3);
+  CHECK(Shape{2, 10, 1, 1, 4, 4}.states() == 2);
+  cpu::Inputs in = random_inputs({1, 10, 1, 1, 4, 4, 3}, true, false, 50);
+  for (const std::vector<int32_t>& bad : std::vector<std::vector<int32_t>>{
+           {0, 4, 10}, {0, 4, 4, 10}, {1, 4, 6, 10}, {0, 4, 6, 9}, {0, 6, 4, 10}}) {
+    in.cu_seqlens = bad;
+    CHECK_THROWS_AS(cpu::forward(in), std::invalid_argument);
+  }
+  in.cu_seqlens = {0, 4, 6, 10};
+  CHECK_NOTHROW(cpu::forward(in));
+  cpu::Inputs dense = random_inputs({1, 10, 1, 1, 4, 4}, true, false, 51);
+  dense.cu_seqlens = {0, 10};
+  CHECK_THROWS_AS(cpu::forward(dense), std::invalid_argument);
 }
 
 TEST_CASE("FLOP and byte model", "[gdn][cpu]") {
