@@ -35,6 +35,7 @@ struct Config {
   std::vector<std::string> modes = all_modes();
   int warmup = 3, iters = 20;
   bool check_only = false, l2norm = true, states = false;
+  int varlen = 0;     // > 0: pack each shape's tokens into this many equal sequences (cu_seqlens)
   bool graph = false; // time CUDA-graph replays (warm L2), as gdn_fla_bench.py times FLA
   double tol = 2e-2;
   uint64_t seed = 1;
@@ -59,6 +60,8 @@ dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
   --check                  run only the correctness check against reference, no timing
   --tol X                  largest relative L2 error a backend may show (default 0.02)
   --initial-state          also feed an initial state and a final-state gradient
+  --varlen N               pack each (batch-1) shape's T tokens into N sequences of near-equal
+                           length (cu_seqlens; per-sequence states)
   --no-l2norm              no q/k l2 normalisation inside the kernel (q, k drawn N(0, 1/D))
   --seed N                 input seed (default 1)
   --json FILE              also write the results as JSON
@@ -123,6 +126,10 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       cfg.graph = true;
     } else if (a == "--initial-state") {
       cfg.states = true;
+    } else if (a == "--varlen") {
+      if (!value(v) || !parse_int(v, 1, 1 << 24, n))
+        return "--varlen needs a positive sequence count";
+      cfg.varlen = int(n);
     } else if (a == "--no-l2norm") {
       cfg.l2norm = false;
     } else if (a == "--recipe") {
@@ -202,6 +209,15 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
   if (cfg.shapes.empty())
     cfg.shapes = {{"qwen35_35b", make_shape(4, 4096, 16, 32, 128)},
                   {"qwen35_397b", make_shape(1, 4096, 16, 64, 128)}};
+  for (NamedShape& ns : cfg.shapes) {
+    if (!cfg.varlen)
+      break;
+    if (ns.shape.batch != 1 || ns.shape.seq_len < cfg.varlen)
+      return "--varlen: shape " + ns.name + " needs batch 1 and at least " +
+             std::to_string(cfg.varlen) + " tokens";
+    ns.shape.sequences = cfg.varlen;
+    ns.name += "+N" + std::to_string(cfg.varlen);
+  }
   return {};
 }
 
@@ -365,6 +381,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     spec.initial_state = spec.d_final_state = cfg.states;
     spec.seed = cfg.seed;
     spec.qk_scale = cfg.l2norm ? 1.f : 1.f / std::sqrt(float(ns.shape.head_dim_k));
+    for (int i = 0; i < ns.shape.sequences; ++i) // near-equal lengths, the longer ones first
+      spec.seq_lens.push_back(ns.shape.seq_len / ns.shape.sequences +
+                              (i < ns.shape.seq_len % ns.shape.sequences));
     err << "gdn-bench: " << label << ": preparing inputs\n";
     size_t ws = 0, ctx = 0; // for the selected backends and the oracle, which always runs
     for (const auto& b : backends)

@@ -14,11 +14,11 @@ using chunked::make_inputs;
 using chunked::rows_aligned;
 using chunked::shape_error;
 
-std::string columns(const Geo& geo, int& bv) {
+std::string grid(const Geo& geo, ScanGrid& sg) {
   int dev = 0, sms = 0;
   QR_CUDA_TRY(cudaGetDevice(&dev));
   QR_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  bv = scan_columns(geo, sms);
+  sg = scan_grid(geo, sms);
   return {};
 }
 
@@ -69,14 +69,14 @@ public:
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::fwd, workspace, a.saved, nullptr);
     QR_CUDA_TRY(clear_status(ws.status, stream));
-    int bv = 0;
-    if (std::string e = columns(geo, bv); !e.empty())
+    ScanGrid sg{};
+    if (std::string e = grid(geo, sg); !e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     const bool train = a.saved != nullptr;
     if (std::string e = launch_prep(geo, in, ws, train, stream); !e.empty())
       return e;
-    return launch_fwd_scan(geo, bv, train, ws, a.initial_state, ref<bf16>(a.o), a.final_state,
+    return launch_fwd_scan(geo, sg, train, ws, a.initial_state, ref<bf16>(a.o), a.final_state,
                            stream);
   }
 
@@ -89,17 +89,17 @@ public:
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
     QR_CUDA_TRY(clear_status(ws.status, stream));
-    int bv = 0;
-    if (std::string e = columns(geo, bv); !e.empty())
+    ScanGrid sg{};
+    if (std::string e = grid(geo, sg); !e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     if (!a.saved) { // recompute the context
       if (std::string e = launch_prep(geo, in, ws, true, stream); !e.empty())
         return e;
-      if (std::string e = launch_save_scan(geo, bv, ws, a.initial_state, stream); !e.empty())
+      if (std::string e = launch_save_scan(geo, sg, ws, a.initial_state, stream); !e.empty())
         return e;
     }
-    if (std::string e = launch_bwd_scan(geo, bv, ws, ref<const bf16>(a.d_o), a.d_final_state,
+    if (std::string e = launch_bwd_scan(geo, sg, ws, ref<const bf16>(a.d_o), a.d_final_state,
                                         a.d_initial_state, stream);
         !e.empty())
       return e;

@@ -39,8 +39,12 @@
 // prep (G = 0, A = I, u = w = 0): the scans pass the state through it unchanged, bwd_intra skips
 // it. The forward scan restarts the state from the sequence's initial state (or zero) after the
 // chunk before a sequence's first and writes the final state after its last; the backward scan
-// likewise in reverse with the final-state gradient and the initial-state gradient. All of this is
-// on the device: no host sync, and the launches are the dense ones (CUDA-graph capture works).
+// likewise in reverse with the final-state gradient and the initial-state gradient. The scans also
+// split the sequences among gridDim.z groups per value head (scan_grid: enough to fill one wave),
+// group z taking whole sequences from the first that starts at or after slot z NT / Z, found by a
+// binary search; each sequence is still walked by exactly one CTA, so the result is the same bit
+// for bit. All of this is on the device: no host sync, a grid fixed by the shape (CUDA-graph
+// capture works).
 //
 // Input checks (Backend::input_error, via the workspace's status word): prep flags any g > 0 or
 // NaN (exp(G_i - G_j) <= 1 is what keeps the chunk products in range) and, in a varlen run, bad
@@ -190,6 +194,28 @@ __device__ __forceinline__ size_t krow(const Geo& g, int bh, int n) {
   return (size_t(b * g.Hk + hk) * g.NT + n) * kC;
 }
 
+// The slots [x, y) that scan CTA group z of Z (gridDim.z) walks: whole sequences, the group's
+// first one the first to start at or after slot z NT / Z (fused_scan.cu). Dense: all slots.
+__device__ __forceinline__ int2 scan_slots(const Geo& g, int z, int Z) {
+  if (!g.N)
+    return {0, g.NT};
+  auto first = [&](int s) { return s >= g.N ? g.NT : min(max(g.cu[s], 0), g.T) / kC + s; };
+  auto lower = [&](int slot) { // the first sequence whose first slot is >= slot
+    int lo = 0, hi = g.N;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (first(mid) >= slot)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  };
+  const int a = z == 0 ? 0 : lower(int(int64_t(z) * g.NT / Z));
+  const int b = z + 1 == Z ? g.N : lower(int(int64_t(z + 1) * g.NT / Z));
+  return {first(a), min(first(b), g.NT)};
+}
+
 // Slot n's chunk in the kernels after prep: from the chunk map when varlen.
 __device__ __forceinline__ Chunk chunk_at(const Geo& g, const Workspace& ws, int b, int n) {
   return g.N ? decode(ws.chunks[n]) : dense_chunk(g, b, n);
@@ -227,18 +253,22 @@ __device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16
   }
 }
 
-// Value columns per scan CTA (see the header comment).
-int scan_columns(const Geo& geo, int sm_count);
+// The scans' grid: value columns per CTA (see the header comment) and, when varlen, sequence
+// groups per value head (gridDim.z).
+struct ScanGrid {
+  int bv, groups;
+};
+ScanGrid scan_grid(const Geo& geo, int sm_count);
 
 // With `context` prep also writes A and the rstd of q and k.
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool context,
                         cudaStream_t st);
 // With `save` the forward scan also writes the context's h and v_new (a training forward).
-std::string launch_fwd_scan(const Geo& geo, int bv, bool save, const Workspace& ws, const float* h0,
-                            Ref<bf16> o, float* ht, cudaStream_t st);
-std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, bool save, const Workspace& ws,
+                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st);
+std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                              cudaStream_t st);
-std::string launch_bwd_scan(const Geo& geo, int bv, const Workspace& ws, Ref<const bf16> d_o,
+std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st);
 std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                              Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);

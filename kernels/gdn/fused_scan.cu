@@ -138,19 +138,22 @@ __global__ void __launch_bounds__(32 * W, 1)
     load_G(s.G, ws.G + row0);
   };
 
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
+  if (slots.x >= slots.y)
+    return;
   const int tile = sr * kD + v0 + sc;
-  Chunk cur = chunk_at(geo, ws, b, 0); // slot 0 starts the first sequence
+  Chunk cur = chunk_at(geo, ws, b, slots.x); // the first slot starts a sequence
   Acc<32, Tiles::SN> S;
   load_state(S, state_of(h0, geo, cur, h, tile));
-  issue(0);
+  issue(slots.x);
   cp_async_commit();
-  for (int n = 0; n < geo.NT; ++n) {
+  for (int n = slots.x; n < slots.y; ++n) {
     cp_async_wait<0>();
     __syncthreads(); // chunk n has landed, and every warp is done with chunk n - 1
-    if (n + 1 < geo.NT)
+    if (n + 1 < slots.y)
       issue(n + 1);
     cp_async_commit();
-    const Chunk next = n + 1 < geo.NT ? chunk_at(geo, ws, b, n + 1) : Chunk{};
+    const Chunk next = n + 1 < slots.y ? chunk_at(geo, ws, b, n + 1) : Chunk{};
     const FwdStage<BV>& s = sm.st[n & 1];
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
@@ -233,18 +236,21 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_G(s.G, ws.G + row0);
   };
 
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
+  if (slots.x >= slots.y)
+    return;
   const int tile = sr * kD + v0 + sc;
   Acc<32, BV / 2> S;
-  load_state(S, state_of(h0, geo, chunk_at(geo, ws, b, 0), h, tile));
-  issue(0);
+  load_state(S, state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, tile));
+  issue(slots.x);
   cp_async_commit();
-  for (int n = 0; n < geo.NT; ++n) {
+  for (int n = slots.x; n < slots.y; ++n) {
     cp_async_wait<0>();
     __syncthreads();
-    if (n + 1 < geo.NT)
+    if (n + 1 < slots.y)
       issue(n + 1);
     cp_async_commit();
-    const Chunk next = n + 1 < geo.NT ? chunk_at(geo, ws, b, n + 1) : Chunk{};
+    const Chunk next = n + 1 < slots.y ? chunk_at(geo, ws, b, n + 1) : Chunk{};
     const SaveStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
@@ -306,7 +312,8 @@ __global__ void __launch_bounds__(32 * W, 1)
   const All pb(warp);
   const int pr = pb.r0, pc = pb.c0;
 
-  if (!stamp_ok(geo, ws))
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
+  if (!stamp_ok(geo, ws) || slots.x >= slots.y)
     return;
   auto issue = [&](int n, const Chunk& c) {
     BwdStage<BV>& s = sm.st[n & 1];
@@ -322,19 +329,19 @@ __global__ void __launch_bounds__(32 * W, 1)
   // cur: slot n; prev: slot n - 1 (its d_o goes out at the top of chunk n); the slot before that
   // is read one chunk ahead of its use.
   const int tile = sr * kD + v0 + sc;
-  Chunk cur = chunk_at(geo, ws, b, geo.NT - 1);
-  Chunk prev = geo.NT > 1 ? chunk_at(geo, ws, b, geo.NT - 2) : Chunk{};
+  Chunk cur = chunk_at(geo, ws, b, slots.y - 1);
+  Chunk prev = slots.y - 1 > slots.x ? chunk_at(geo, ws, b, slots.y - 2) : Chunk{};
   Acc<32, Tiles::SN> dS;
   load_state(dS, cur.last ? state_of(dht, geo, cur, h, tile) : nullptr);
-  issue(geo.NT - 1, cur);
+  issue(slots.y - 1, cur);
   cp_async_commit();
-  for (int n = geo.NT - 1; n >= 0; --n) {
+  for (int n = slots.y - 1; n >= slots.x; --n) {
     cp_async_wait<0>();
     __syncthreads();
-    if (n > 0)
+    if (n > slots.x)
       issue(n - 1, prev);
     cp_async_commit();
-    const Chunk before = n > 1 ? chunk_at(geo, ws, b, n - 2) : Chunk{};
+    const Chunk before = n - 1 > slots.x ? chunk_at(geo, ws, b, n - 2) : Chunk{};
     BwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
@@ -376,7 +383,7 @@ __global__ void __launch_bounds__(32 * W, 1)
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);
     if (cur.first)
       save_state(dS, state_of(dh0, geo, cur, h, tile));
-    if (n > 0 && prev.last) // varlen: slot n - 1 ends a sequence
+    if (n > slots.x && prev.last) // varlen: slot n - 1 ends a sequence
       load_state(dS, state_of(dht, geo, prev, h, tile));
     cur = prev;
     prev = before;
@@ -384,49 +391,51 @@ __global__ void __launch_bounds__(32 * W, 1)
 }
 
 template <class Kernel, class... Args>
-std::string launch(Kernel kernel, size_t smem, const Geo& geo, int bv, int threads, cudaStream_t st,
-                   Args... args) {
+std::string launch(Kernel kernel, size_t smem, const Geo& geo, ScanGrid sg, int threads,
+                   cudaStream_t st, Args... args) {
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<dim3(kD / bv, geo.B * geo.Hv), threads, smem, st>>>(geo, args...);
+  kernel<<<dim3(kD / sg.bv, geo.B * geo.Hv, sg.groups), threads, smem, st>>>(geo, args...);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
 
 } // namespace
 
-int scan_columns(const Geo& geo, int sm_count) {
-  return 4 * geo.B * geo.Hv >= 3 * sm_count ? 128 : 64;
+// Varlen: as many sequence groups per value head as fill one wave of 128-column CTAs (at most N).
+ScanGrid scan_grid(const Geo& geo, int sm_count) {
+  const int groups = geo.N ? std::max(1, std::min(geo.N, sm_count / geo.Hv)) : 1;
+  return {4 * geo.B * geo.Hv * groups >= 3 * sm_count ? 128 : 64, groups};
 }
 
 // Warps per scan CTA: the forward scan takes 16 for 64 columns (at the 397B shape: 256 against 280
 // us with its saves) and 8 for 128, where the registers allow no more; the backward scan keeps 8
 // (248 against 233 us with 16 at 64 columns).
-std::string launch_fwd_scan(const Geo& geo, int bv, bool save, const Workspace& ws, const float* h0,
-                            Ref<bf16> o, float* ht, cudaStream_t st) {
-  if (bv == 128)
-    return save ? launch(fwd_scan_kernel<128, 8, true>, sizeof(FwdSmem<128>), geo, bv, 256, st, ws,
+std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, bool save, const Workspace& ws,
+                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st) {
+  if (sg.bv == 128)
+    return save ? launch(fwd_scan_kernel<128, 8, true>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
                          h0, o, ht)
-                : launch(fwd_scan_kernel<128, 8, false>, sizeof(FwdSmem<128>), geo, bv, 256, st, ws,
+                : launch(fwd_scan_kernel<128, 8, false>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
                          h0, o, ht);
-  return save ? launch(fwd_scan_kernel<64, 16, true>, sizeof(FwdSmem<64>), geo, bv, 512, st, ws, h0,
+  return save ? launch(fwd_scan_kernel<64, 16, true>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws, h0,
                        o, ht)
-              : launch(fwd_scan_kernel<64, 16, false>, sizeof(FwdSmem<64>), geo, bv, 512, st, ws,
+              : launch(fwd_scan_kernel<64, 16, false>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
                        h0, o, ht);
 }
 
-std::string launch_save_scan(const Geo& geo, int bv, const Workspace& ws, const float* h0,
+std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                              cudaStream_t st) {
-  return bv == 128
-             ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, bv, kThreads, st, ws, h0)
-             : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, bv, kThreads, st, ws, h0);
+  return sg.bv == 128
+             ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st, ws, h0)
+             : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st, ws, h0);
 }
 
-std::string launch_bwd_scan(const Geo& geo, int bv, const Workspace& ws, Ref<const bf16> d_o,
+std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st) {
-  return bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, bv, 256, st, ws,
-                            d_o, dht, dh0)
-                   : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, bv, 256, st, ws, d_o,
-                            dht, dh0);
+  return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
+                               d_o, dht, dh0)
+                      : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,
+                               d_o, dht, dh0);
 }
 
 } // namespace qr::gdn::fused

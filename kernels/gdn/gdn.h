@@ -22,7 +22,7 @@
 // Input contract checked on the device (Backend::input_error reports a violation after the run):
 // g <= 0 for `fused` (its chunked algebra forms exp(G_i - G_j) and exp(Gl - G_i), which must stay
 // <= 1); cu_seqlens as above; a saved context from a training forward of the same shape and
-// options.
+// options. A backward given a context follows the boundaries of the forward that wrote it.
 #pragma once
 
 #include <cstddef>
@@ -116,8 +116,8 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // Empty when the backend runs this shape on this device, else the reason it does not.
-  // (Also when the binary holds no code for the device's architecture.)
+  // Empty when the backend runs this shape on this device, else the reason it does not (among
+  // them: the binary holds no machine code for the device's architecture).
   virtual std::string unsupported(const DeviceInfo& dev, const Shape& s) const = 0;
   // Device scratch the pass needs (bytes, 256-byte aligned base), with or without a saved context.
   virtual size_t workspace_bytes(const Shape& s, Pass p) const = 0;
