@@ -266,7 +266,7 @@ void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrid
   const auto always = invariants(false);
   check_invariants(config, always, waivers, "in the base config (pipeline start)");
   for (const PassInvocation& inv : pipeline.passes()) {
-    config.begin_step(inv.info->name + "#" + std::to_string(inv.position));
+    config.begin_step(inv.step());
     const Value before = config.root();
     PassContext ctx(config, *inv.info, inv.args, catalog);
     inv.info->run(ctx);
@@ -280,7 +280,7 @@ void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrid
       hooks.after_change(inv.info->name + " (position " + std::to_string(inv.position) + ")",
                          config);
   }
-  config.begin_step("overrides");
+  config.begin_step(StepId::overrides());
   const Value before = config.root();
   for (const Override& o : overrides)
     apply_override(config, o);

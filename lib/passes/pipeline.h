@@ -23,6 +23,9 @@ struct PassInvocation {
   int position = 0;                                             // 1-based, after expansion
   std::string via;                                              // named pipeline, if expanded
 
+  // The step its writes are logged under.
+  [[nodiscard]] StepId step() const { return StepId::of_pass(info->name, position); }
+
   // `name{k=v,...}`, options in the order given.
   [[nodiscard]] std::string text() const;
   // "pass 'x' (position N)"

@@ -22,12 +22,12 @@ Writes writes_of(const std::string& pass, const std::string& setup = "",
   Pipeline p = Pipeline::parse(setup.empty() ? pass : setup + "," + pass);
   p.bind(config, compiler().catalog());
   for (const PassInvocation& inv : p.passes()) {
-    config.begin_step(std::to_string(inv.position));
+    config.begin_step(inv.step());
     PassContext ctx(config, *inv.info, inv.args, compiler().catalog());
     inv.info->run(ctx);
   }
   Writes out;
-  const std::string last = std::to_string(p.passes().size());
+  const StepId last = p.passes().back().step();
   for (const Write& w : config.writes())
     if (w.step == last)
       out[w.path] = w.after ? to_flow_yaml(*w.after) : "<deleted>";
