@@ -280,6 +280,20 @@ void check_pass_order(const std::vector<PassInvocation>& passes, std::set<std::s
   }
 }
 
+void Pipeline::insert(std::size_t index, const Pipeline& other) {
+  passes_.insert(passes_.begin() + static_cast<std::ptrdiff_t>(index), other.passes_.begin(),
+                 other.passes_.end());
+  for (std::size_t i = 0; i < passes_.size(); ++i)
+    passes_[i].position = static_cast<int>(i + 1);
+}
+
+std::optional<std::size_t> Pipeline::last_index_of(std::string_view pass) const {
+  for (std::size_t i = passes_.size(); i-- > 0;)
+    if (passes_[i].info->name == pass)
+      return i;
+  return std::nullopt;
+}
+
 std::string Pipeline::text() const {
   std::string out;
   for (const PassInvocation& inv : passes_)

@@ -8,6 +8,7 @@
 #include "passes/pass.h"
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -53,6 +54,11 @@ public:
   // current = (current | provided) - destroyed) and checks the `after`/`before`/`last` rules.
   // Throws when one is broken, naming the passes, their positions, the property and the fix.
   void check_order() const;
+
+  // Inserts `other`'s passes before position `index` (0-based) and renumbers.
+  void insert(std::size_t index, const Pipeline& other);
+  // The 0-based index of the last invocation of `pass`, if any.
+  [[nodiscard]] std::optional<std::size_t> last_index_of(std::string_view pass) const;
 
   [[nodiscard]] const std::vector<PassInvocation>& passes() const { return passes_; }
   // Canonical one-line text (parses back to the same pipeline).

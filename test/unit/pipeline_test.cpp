@@ -244,3 +244,28 @@ TEST_CASE("the issue's rules: qwen35-vl-common between precision and benchmark-c
              Catch::Contains("pass 'partial-cuda-graphs' (position 4) must run after "
                              "'qwen35-vl-post' (position 5)"));
 }
+
+TEST_CASE("inherit inserts passes into the parsed pipeline, before its last env pass") {
+  const Catalog& catalog = compiler().catalog();
+  for (const char* model : {"qwen35_35b", "qwen35_397b"})
+    for (const std::string& precision : catalog.precisions()) {
+      if (precision == "nvfp4")
+        continue;
+      CAPTURE(model, precision);
+      const Pipeline& parent = catalog.resolve(model, "gb300", precision).variant->pipeline;
+      const Pipeline& child = catalog.resolve(model, "vr200", precision).variant->pipeline;
+      REQUIRE(child.passes().size() == parent.passes().size() + 1);
+      const std::size_t env = parent.last_index_of("env").value();
+      CHECK(child.passes()[env].text() == "gdn-backend{backend=fla}");
+      CHECK(child.passes()[env + 1].info->name == "env");
+      for (std::size_t i = 0; i < child.passes().size(); ++i)
+        CHECK(child.passes()[i].position == static_cast<int>(i + 1));
+    }
+  // A named pipeline inserted keeps its expansion's origin.
+  Pipeline p = Pipeline::parse("precision{p=bf16},env");
+  p.insert(1, Pipeline::parse("qwen35-vl-post-clear-scope"));
+  CHECK(p.text() == "precision{p=bf16},qwen35-vl-post,clear-cuda-graph-scope,env");
+  CHECK(p.passes()[2].via == "qwen35-vl-post-clear-scope");
+  CHECK(p.passes()[3].position == 4);
+  CHECK_FALSE(p.last_index_of("benchmark-common").has_value());
+}
