@@ -45,7 +45,7 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
   command += " --mcore " + profile;
   Config config(schema_, profile, std::move(base));
   Pipeline pipeline =
-      Pipeline::parse(req.pipeline_text.empty() ? spec->variant->pipeline : req.pipeline_text);
+      req.pipeline_text.empty() ? spec->variant->pipeline : Pipeline::parse(req.pipeline_text);
   pipeline.bind(config, *catalog_);
   pipeline.check_order();
   if (!req.pipeline_text.empty())
