@@ -66,7 +66,7 @@ void register_validate(CLI::App& app, GlobalOptions& global, std::function<int()
   cmd->add_option("--num-gpus", opts->num_gpus,
                   "world size; without it, the checks that need it are skipped (a recipe spec "
                   "has its own)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--env", opts->env,
                   "the training environment: `pip freeze` output or a YAML of package: version; "
                   "without it, the cuDNN GDN package checks are skipped");
