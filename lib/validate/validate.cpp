@@ -2,6 +2,7 @@
 
 #include "config/error.h"
 #include "config/yaml_read.h"
+#include "diff/diff.h"
 #include "passes/invariants.h"
 
 #include <algorithm>
@@ -730,6 +731,30 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
   const Ctx ctx{config, options, Layout(config)};
   ValidationReport report;
   report.layout = layout_text(ctx);
+  report.world_size = options.world_size;
+  report.strict = options.strict;
+  auto add_problems = [&](const std::string& name, const std::vector<std::string>& problems,
+                          bool warn_only) {
+    auto waived = std::find_if(options.waivers.begin(), options.waivers.end(),
+                               [&](const Waiver& w) { return w.invariant == name; });
+    for (const std::string& p : problems) {
+      if (warn_only)
+        report.findings.push_back({Finding::Level::Warning, name, p});
+      else if (waived != options.waivers.end())
+        report.findings.push_back(
+            {Finding::Level::Warning, name, "(waived by the recipe: " + waived->reason + ") " + p});
+      else
+        report.findings.push_back({Finding::Level::Error, name, p});
+    }
+  };
+  // The invariants first: a build checks them before its start-up checks.
+  if (options.invariants)
+    for (const InvariantInfo& inv : invariant_registry()) {
+      ++report.checks;
+      const std::string problem = inv.check(config);
+      if (!problem.empty())
+        add_problems(inv.name, {problem}, false);
+    }
   for (const CheckEntry& e : entries()) {
     const Outcome o = e.run(ctx);
     if (!o.applies)
@@ -739,19 +764,89 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
       continue;
     }
     ++report.checks;
-    auto waived = std::find_if(options.waivers.begin(), options.waivers.end(),
-                               [&](const Waiver& w) { return w.invariant == e.info.name; });
-    for (const std::string& p : o.problems) {
-      if (e.warn_only)
-        report.findings.push_back({Finding::Level::Warning, e.info.name, p});
-      else if (waived != options.waivers.end())
-        report.findings.push_back({Finding::Level::Warning, e.info.name,
-                                   "(waived by the recipe: " + waived->reason + ") " + p});
-      else
-        report.findings.push_back({Finding::Level::Error, e.info.name, p});
-    }
+    add_problems(e.info.name, o.problems, e.warn_only);
   }
+  if (options.strict)
+    for (Finding& f : report.findings)
+      if (f.level == Finding::Level::Warning) {
+        f.level = Finding::Level::Error;
+        f.message = "(--strict) " + f.message;
+      }
   return report;
+}
+
+std::string check_source(std::string_view check) {
+  if (const CheckInfo* c = find_check(check))
+    return c->source;
+  if (const InvariantInfo* i = find_invariant(check))
+    return i->source;
+  return {};
+}
+
+namespace {
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+std::vector<std::string> skipped_checks(const ValidationReport& report) {
+  std::vector<std::string> names;
+  for (const Finding& f : report.findings)
+    if (f.level == Finding::Level::Skipped)
+      names.push_back(f.check);
+  return names;
+}
+
+const char* level_name(Finding::Level level) {
+  switch (level) {
+  case Finding::Level::Error:
+    return "error";
+  case Finding::Level::Warning:
+    return "warning";
+  case Finding::Level::Skipped:
+    return "skipped";
+  }
+  return "";
+}
+
+} // namespace
+
+std::string report_text(const ValidationReport& report, const std::string& label) {
+  std::string out = label + ": " + report.layout + "\n";
+  for (const Finding& f : report.findings)
+    out += format_finding(f) + "\n";
+  out += label + ": " + plural(report.count(Finding::Level::Error), "error") + ", " +
+         plural(report.count(Finding::Level::Warning), "warning") + ", " +
+         std::to_string(report.count(Finding::Level::Skipped)) + " skipped";
+  const std::vector<std::string> skipped = skipped_checks(report);
+  for (std::size_t i = 0; i < skipped.size(); ++i)
+    out += (i == 0 ? " (" : ", ") + skipped[i] + (i + 1 == skipped.size() ? ")" : "");
+  out += "; " + std::to_string(report.checks) + " checks ran" +
+         (report.strict ? " (--strict: warnings are errors)" : "") + "\n";
+  return out;
+}
+
+std::string report_json(const ValidationReport& report, const std::string& label) {
+  std::string out =
+      "{\"config\": " + json_string(label) + ", \"layout\": " + json_string(report.layout) +
+      ", \"world_size\": " + (report.world_size ? std::to_string(*report.world_size) : "null") +
+      ", \"strict\": " + (report.strict ? "true" : "false") + ",\n \"findings\": [";
+  bool first = true;
+  for (const Finding& f : report.findings) {
+    out += std::string(first ? "\n" : ",\n") + "  {\"level\": \"" + level_name(f.level) +
+           "\", \"check\": " + json_string(f.check) +
+           ", \"source\": " + json_string(check_source(f.check)) +
+           ", \"message\": " + json_string(f.message) + "}";
+    first = false;
+  }
+  out += first ? "],\n" : "\n ],\n";
+  const std::size_t errors = report.count(Finding::Level::Error);
+  out += " \"errors\": " + std::to_string(errors) +
+         ", \"warnings\": " + std::to_string(report.count(Finding::Level::Warning)) +
+         ", \"skipped\": " + std::to_string(report.count(Finding::Level::Skipped)) +
+         ", \"checks_ran\": " + std::to_string(report.checks) +
+         ", \"ok\": " + (errors == 0 ? "true" : "false") + "}\n";
+  return out;
 }
 
 std::string format_finding(const Finding& f) {
@@ -802,6 +897,7 @@ Config load_config_text(const Schema& schema, std::string_view text, const std::
 
 ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result) {
   ValidateOptions o;
+  o.invariants = false;
   if (result.recipe) {
     o.world_size = result.recipe->entry->num_gpus;
     if (request.pipeline_text.empty())

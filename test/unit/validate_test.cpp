@@ -3,6 +3,8 @@
 #include "helpers.h"
 #include "validate/validate.h"
 
+#include <set>
+
 using namespace qr;
 using qr::test::build;
 using qr::test::error_of;
@@ -41,7 +43,8 @@ TEST_CASE("validate: a shipped recipe passes with its own world size") {
   o.world_size = 8;
   const ValidationReport rep = validate_config(r.config, o);
   CHECK(rep.count(Finding::Level::Error) == 0);
-  CHECK(rep.checks == 7);
+  // 16 invariants and 7 start-up checks that apply to this model.
+  CHECK(rep.checks == 23);
   CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
 }
 
@@ -364,4 +367,114 @@ TEST_CASE("validate: config files are typed by the schema, under the profile tha
              Catch::Contains("--mcore gdn"));
   CHECK_THAT(error_of([&] { (void)load_config_text(schema, "- 1\n", "cfg.yaml", ""); }),
              Catch::Contains("cfg.yaml: expected a mapping"));
+}
+
+namespace {
+
+// A recipe's YAML as `validate FILE` reads it: no header, no waivers, the given world size.
+ValidationReport validate_text(const std::string& yaml, std::optional<std::int64_t> world,
+                               bool strict = false) {
+  const Config c = load_config_text(qr::test::compiler().schema(), yaml, "f.yaml", "");
+  ValidateOptions o;
+  o.world_size = world;
+  o.strict = strict;
+  return validate_config(c, o);
+}
+
+std::vector<std::string> failed(const ValidationReport& rep) {
+  std::vector<std::string> out;
+  for (const Finding& f : rep.findings)
+    if (f.level == Finding::Level::Error)
+      out.push_back(f.check);
+  return out;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+} // namespace
+
+TEST_CASE("validate FILE runs the invariants a build runs") {
+  // The recipe waives te-rng-tracker-with-graphs; its YAML, read back, has no waiver.
+  const std::string fp8mx = emit_config(build("qwen35_35b", "gb200", "fp8mx"), false);
+  CHECK(failed(validate_text(fp8mx, 8)) == std::vector<std::string>{"te-rng-tracker-with-graphs"});
+  // An EP edit that the HybridEP ranks no longer match.
+  const std::string q397 = emit_config(build("qwen35_397b", "gb300"), false);
+  CHECK(failed(validate_text(q397, 64)).empty());
+  const std::string ep16 =
+      replaced(q397, "  expert_model_parallel_size: 32\n", "  expert_model_parallel_size: 16\n");
+  CHECK(failed(validate_text(ep16, 64)) == std::vector<std::string>{"hybridep-ranks-match-ep"});
+  // A build's own validation leaves them to its pipeline.
+  BuildRequest req;
+  req.recipe = "qwen35_35b@gb200:fp8mx";
+  const BuildResult r = qr::test::compiler().build(req);
+  CHECK_FALSE(validate_options_for(req, r).invariants);
+}
+
+TEST_CASE("validate: every shipped recipe's YAML fails exactly the checks its recipe waives") {
+  for (const RecipeSpec& s : qr::test::compiler().catalog().all())
+    for (const char* profile : {"pinned", "gdn"}) {
+      CAPTURE(s.id(), profile);
+      const BuildResult r = build(s.model->name, s.gpu->name, s.precision, {}, profile);
+      std::set<std::string> waived;
+      for (const Waiver& w : s.variant->waivers)
+        waived.insert(w.invariant);
+      const std::vector<std::string> fails =
+          failed(validate_text(emit_config(r), s.entry->num_gpus));
+      CHECK(std::set<std::string>(fails.begin(), fails.end()) == waived);
+    }
+}
+
+TEST_CASE("validate --strict: warnings are errors") {
+  BuildRequest req;
+  req.recipe = "qwen35_35b@gb200:fp8mx";
+  const BuildResult r = qr::test::compiler().build(req);
+  ValidateOptions o = validate_options_for(req, r);
+  o.invariants = true;
+  CHECK(validate_config(r.config, o).count(Finding::Level::Error) == 0);
+  o.strict = true;
+  const ValidationReport strict = validate_config(r.config, o);
+  REQUIRE(strict.count(Finding::Level::Error) == 1);
+  CHECK_THAT(format_finding(strict.findings.front()),
+             Catch::StartsWith("error: check 'te-rng-tracker-with-graphs' failed: (--strict) "
+                               "(waived by the recipe: upstream parity"));
+  CHECK_THAT(report_text(strict, "x"), Catch::EndsWith("(--strict: warnings are errors)\n"));
+}
+
+TEST_CASE("validate: without a world size the report names the skipped checks") {
+  const std::string text =
+      report_text(validate_text(emit_config(b200(), false), std::nullopt), "f.yaml");
+  CHECK_THAT(text, Catch::Contains("skipped: check 'world-size-divisible': no world size (give "
+                                   "--num-gpus N)\n"));
+  CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 3 skipped (world-size-divisible, "
+                                   "expert-parallel-fits, global-batch-divisible); 20 checks "
+                                   "ran\n"));
+}
+
+TEST_CASE("validate --format json: the documented keys, in order") {
+  ValidationReport rep;
+  rep.layout = "TP 1 x PP 1 x CP 1 (world size unknown)";
+  rep.checks = 2;
+  rep.findings = {{Finding::Level::Error, "pipeline-layers", "a \"quoted\"\nline"},
+                  {Finding::Level::Skipped, "world-size-divisible", "no world size"}};
+  CHECK(report_json(rep, "f.yaml") ==
+        "{\"config\": \"f.yaml\", \"layout\": \"TP 1 x PP 1 x CP 1 (world size unknown)\", "
+        "\"world_size\": null, \"strict\": false,\n"
+        " \"findings\": [\n"
+        "  {\"level\": \"error\", \"check\": \"pipeline-layers\", \"source\": \"Megatron-Core "
+        "TransformerConfig, get_num_layers_to_build\", \"message\": \"a \\\"quoted\\\"\\nline\"},\n"
+        "  {\"level\": \"skipped\", \"check\": \"world-size-divisible\", \"source\": "
+        "\"Megatron-Core initialize_model_parallel\", \"message\": \"no world size\"}\n"
+        " ],\n"
+        " \"errors\": 1, \"warnings\": 0, \"skipped\": 1, \"checks_ran\": 2, \"ok\": false}\n");
+  ValidationReport clean;
+  clean.world_size = 8;
+  clean.strict = true;
+  CHECK(report_json(clean, "-") ==
+        "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"strict\": true,\n"
+        " \"findings\": [],\n"
+        " \"errors\": 0, \"warnings\": 0, \"skipped\": 0, \"checks_ran\": 0, \"ok\": true}\n");
 }
