@@ -4,6 +4,7 @@
 #include "config/yaml_read.h"
 #include "diff/diff.h"
 #include "passes/invariants.h"
+#include "validate/check_kit.h"
 
 #include <algorithm>
 #include <fstream>
@@ -13,83 +14,7 @@
 namespace qr {
 namespace {
 
-// --- reading the config ----------------------------------------------------------------------
-
-// The value at `path`, or null when it is absent or YAML null.
-const Value* present(const Config& c, std::string_view path) {
-  const Value* v = c.find(path);
-  return v == nullptr || v->is_null() ? nullptr : v;
-}
-
-std::optional<std::int64_t> int_at(const Config& c, std::string_view path) {
-  const Value* v = present(c, path);
-  if (v == nullptr || !v->is_int())
-    return std::nullopt;
-  return v->as_int();
-}
-
-bool true_at(const Config& c, std::string_view path) {
-  const Value* v = present(c, path);
-  return v != nullptr && v->is_bool() && v->as_bool();
-}
-
-std::string str_at(const Config& c, std::string_view path) {
-  const Value* v = present(c, path);
-  return v != nullptr && v->is_str() ? v->as_str() : std::string();
-}
-
-// "model.tensor_model_parallel_size=2"
-std::string named(std::string_view path, std::int64_t v) {
-  return std::string(path) + "=" + std::to_string(v);
-}
-
-// The parallel layout as Megatron-Core reads it: unset sizes are 1, ETP defaults to TP.
-struct Layout {
-  std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, etp = 1;
-  bool etp_set = false;
-  std::optional<std::int64_t> vp;
-  bool sp = false;
-
-  explicit Layout(const Config& c) {
-    tp = int_at(c, "model.tensor_model_parallel_size").value_or(1);
-    pp = int_at(c, "model.pipeline_model_parallel_size").value_or(1);
-    cp = int_at(c, "model.context_parallel_size").value_or(1);
-    ep = int_at(c, "model.expert_model_parallel_size").value_or(1);
-    const auto e = int_at(c, "model.expert_tensor_parallel_size");
-    etp_set = e.has_value();
-    etp = e.value_or(tp);
-    vp = int_at(c, "model.virtual_pipeline_model_parallel_size");
-    sp = true_at(c, "model.sequence_parallel");
-  }
-  [[nodiscard]] std::string etp_text() const {
-    return etp_set ? named("model.expert_tensor_parallel_size", etp)
-                   : "model.expert_tensor_parallel_size=null (so TP, " + std::to_string(etp) + ")";
-  }
-};
-
-struct Ctx {
-  const Config& config;
-  const ValidateOptions& options;
-  Layout layout;
-};
-
-// What one check found. `applies` false: the check has nothing to say about this config (no
-// experts, no GDN layers); `skipped`: it applies but lacks an input (world size, environment).
-struct Outcome {
-  bool applies = true;
-  std::string skipped;
-  std::vector<std::string> problems;
-};
-
-Outcome not_applicable() {
-  return {false, {}, {}};
-}
-
-Outcome skipped(std::string why) {
-  return {true, std::move(why), {}};
-}
-
-const char* const kNoWorld = "no world size (give --num-gpus N)";
+using namespace check_kit;
 
 // --- parallelism ------------------------------------------------------------------------------
 
@@ -504,59 +429,59 @@ Outcome gdn_packages(const Ctx& x) {
   return o;
 }
 
-struct CheckEntry {
-  CheckInfo info;
-  Outcome (*run)(const Ctx&);
-  bool warn_only = false; // findings are warnings: the config is fine, the environment is not
-};
-
 const std::vector<CheckEntry>& entries() {
-  static const std::vector<CheckEntry> all{
-      {{"world-size-divisible", "the world size is divisible by TP x PP x CP (DP is the quotient)",
-        "Megatron-Core initialize_model_parallel"},
-       world_divisible},
-      {{"expert-parallel-fits",
-        "EP x ETP fits the expert-data-parallel group: world divisible by ETP x EP x PP",
-        "Megatron-Core initialize_model_parallel"},
-       expert_parallel_fits},
-      {{"experts-divisible-by-ep", "the number of experts is divisible by EP",
-        "Megatron-Core MoELayer"},
-       experts_divisible},
-      {{"global-batch-divisible", "the global batch is divisible by micro batch x DP",
-        "Megatron-Core num_microbatches_calculator"},
-       global_batch_divisible},
-      {{"pipeline-layers",
-        "layers split evenly over PP, honouring the first/last-stage layer counts",
-        "Megatron-Core TransformerConfig, get_num_layers_to_build"},
-       pipeline_layers},
-      {{"virtual-pipeline-needs-pp", "virtual pipeline stages only with PP > 1",
-        "Megatron-Core initialize_model_parallel"},
-       vp_needs_pp},
-      {{"virtual-pipeline-layers", "every virtual pipeline stage holds the same number of layers",
-        "Megatron-Core TransformerConfig, get_num_layers_to_build"},
-       vp_layers},
-      {{"attention-heads-divisible-by-tp", "attention heads are divisible by TP",
-        "Megatron-Core TransformerConfig"},
-       heads_divisible},
-      {{"query-groups-fit-tp", "query groups are a multiple or a divisor of TP",
-        "Megatron-Core TransformerConfig"},
-       query_groups_fit},
-      {{"gdn-heads-divisible", "GatedDeltaNet key and value heads are divisible by TP x CP",
-        "Megatron-Core TransformerConfig"},
-       gdn_heads_divisible},
-      {{"sequence-parallel-needs-tp", "sequence parallelism only with TP > 1",
-        "Megatron-Core ModelParallelConfig"},
-       sp_needs_tp},
-      {{"seq-length-cp-sp", "sequence lengths are multiples of 2 x CP, and of TP x CP with SP",
-        "Megatron-Bridge ConfigContainer.validate"},
-       seq_length_fits},
-      {{"gdn-packages",
-        "the environment can run the transformer_engine GDN backend on cuDNN's fast kernels "
-        "(warnings only)",
-        "GDN branch validate_cudnn_gdn_stack"},
-       gdn_packages,
-       true},
-  };
+  static const std::vector<CheckEntry> all = [] {
+    std::vector<CheckEntry> v{
+        {{"world-size-divisible",
+          "the world size is divisible by TP x PP x CP (DP is the quotient)",
+          "Megatron-Core initialize_model_parallel"},
+         world_divisible},
+        {{"expert-parallel-fits",
+          "EP x ETP fits the expert-data-parallel group: world divisible by ETP x EP x PP",
+          "Megatron-Core initialize_model_parallel"},
+         expert_parallel_fits},
+        {{"experts-divisible-by-ep", "the number of experts is divisible by EP",
+          "Megatron-Core MoELayer"},
+         experts_divisible},
+        {{"global-batch-divisible", "the global batch is divisible by micro batch x DP",
+          "Megatron-Core num_microbatches_calculator"},
+         global_batch_divisible},
+        {{"pipeline-layers",
+          "layers split evenly over PP, honouring the first/last-stage layer counts",
+          "Megatron-Core TransformerConfig, get_num_layers_to_build"},
+         pipeline_layers},
+        {{"virtual-pipeline-needs-pp", "virtual pipeline stages only with PP > 1",
+          "Megatron-Core initialize_model_parallel"},
+         vp_needs_pp},
+        {{"virtual-pipeline-layers", "every virtual pipeline stage holds the same number of layers",
+          "Megatron-Core TransformerConfig, get_num_layers_to_build"},
+         vp_layers},
+        {{"attention-heads-divisible-by-tp", "attention heads are divisible by TP",
+          "Megatron-Core TransformerConfig"},
+         heads_divisible},
+        {{"query-groups-fit-tp", "query groups are a multiple or a divisor of TP",
+          "Megatron-Core TransformerConfig"},
+         query_groups_fit},
+        {{"gdn-heads-divisible", "GatedDeltaNet key and value heads are divisible by TP x CP",
+          "Megatron-Core TransformerConfig"},
+         gdn_heads_divisible},
+        {{"sequence-parallel-needs-tp", "sequence parallelism only with TP > 1",
+          "Megatron-Core ModelParallelConfig"},
+         sp_needs_tp},
+        {{"seq-length-cp-sp", "sequence lengths are multiples of 2 x CP, and of TP x CP with SP",
+          "Megatron-Bridge ConfigContainer.validate"},
+         seq_length_fits},
+        {{"gdn-packages",
+          "the environment can run the transformer_engine GDN backend on cuDNN's fast kernels "
+          "(warnings only)",
+          "GDN branch validate_cudnn_gdn_stack"},
+         gdn_packages,
+         true},
+    };
+    const std::vector<CheckEntry>& ported = finalize_checks();
+    v.insert(v.end(), ported.begin(), ported.end());
+    return v;
+  }();
   return all;
 }
 

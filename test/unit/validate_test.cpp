@@ -43,8 +43,8 @@ TEST_CASE("validate: a shipped recipe passes with its own world size") {
   o.world_size = 8;
   const ValidationReport rep = validate_config(r.config, o);
   CHECK(rep.count(Finding::Level::Error) == 0);
-  // 16 invariants and 7 start-up checks that apply to this model.
-  CHECK(rep.checks == 23);
+  // 16 invariants, 7 parallelism checks and 23 ported finalize checks that apply to this model.
+  CHECK(rep.checks == 46);
   CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
 }
 
@@ -449,9 +449,9 @@ TEST_CASE("validate: without a world size the report names the skipped checks") 
       report_text(validate_text(emit_config(b200(), false), std::nullopt), "f.yaml");
   CHECK_THAT(text, Catch::Contains("skipped: check 'world-size-divisible': no world size (give "
                                    "--num-gpus N)\n"));
-  CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 3 skipped (world-size-divisible, "
-                                   "expert-parallel-fits, global-batch-divisible); 20 checks "
-                                   "ran\n"));
+  CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 4 skipped (world-size-divisible, "
+                                   "expert-parallel-fits, global-batch-divisible, "
+                                   "eval-batch-divisible); 42 checks ran\n"));
 }
 
 TEST_CASE("validate --format json: the documented keys, in order") {
@@ -477,4 +477,170 @@ TEST_CASE("validate --format json: the documented keys, in order") {
         "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"strict\": true,\n"
         " \"findings\": [],\n"
         " \"errors\": 0, \"warnings\": 0, \"skipped\": 0, \"checks_ran\": 0, \"ok\": true}\n");
+}
+
+namespace {
+
+struct PortedCase {
+  const char* check;
+  std::vector<std::string> overrides; // on qwen35_35b@b200 (TP 1, PP 1, EP 8, alltoall, bf16)
+  const char* expected;               // in the check's error
+};
+
+} // namespace
+
+// Each ported Megatron-Bridge / Megatron-Core check fails on a config that breaks it (and the
+// unmodified recipe passes them all: "a shipped recipe passes with its own world size").
+TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each refuse a config") {
+  const std::vector<PortedCase> cases{
+      {"mixed-precision-fp4-xor-fp8",
+       {"mixed_precision.fp4=nvfp4", "mixed_precision.fp8=hybrid"},
+       "mixed_precision.fp4=nvfp4 and mixed_precision.fp8=hybrid cannot be used together"},
+      {"num-epochs-needs-sft-dataset",
+       {"train.num_epochs=1.0"},
+       "needs a finite GPTSFTDatasetConfig"},
+      {"mock-vlm-dataset-settings",
+       {"dataset.image_size=[256]"},
+       "dataset.image_size=[256] must be two positive dimensions"},
+      {"mock-vlm-dataset-settings", {"dataset.prompt=''"}, "must be a non-empty string"},
+      {"ddp-settings", {"ddp.num_buckets=0"}, "ddp.num_buckets=0 must be greater than 0"},
+      {"ddp-settings",
+       {"mixed_precision.reuse_grad_buf_for_mxfp8_param_ag=true"},
+       "ddp.fp8_param_gather is off"},
+      {"optimizer-settings",
+       {"optimizer.use_precision_aware_optimizer=true", "optimizer.optimizer=sgd"},
+       "works only with adam"},
+      {"pipeline-dtype-with-pp",
+       {"model.pipeline_model_parallel_size=2", "mixed_precision.pipeline_dtype=null"},
+       "needs model.pipeline_dtype"},
+      {"defer-embedding-wgrad",
+       {"comm_overlap=null", "model.defer_embedding_wgrad_compute=true"},
+       "needs pipeline parallelism"},
+      {"precision-flags", {"model.fp8_output_proj=true"}, "model.fp8_output_proj=true needs fp8"},
+      {"precision-flags", {"mixed_precision.fp16=true"}, "model.fp16 and model.bf16 are both true"},
+      {"gdn-settings",
+       {"model.linear_num_value_heads=24"},
+       "model.linear_num_value_heads=24 must be a multiple of model.linear_num_key_heads=16"},
+      {"moe-settings",
+       {"model.moe_pad_expert_input_to_capacity=true"},
+       "needs model.moe_expert_capacity_factor"},
+      {"moe-settings",
+       {"model.moe_router_enable_expert_bias=true"},
+       "needs model.moe_router_score_function sigmoid or sqrtsoftplus"},
+      {"recompute-settings",
+       {"model.recompute_granularity=selective", "model.recompute_num_layers=2"},
+       "needs model.recompute_num_layers=null"},
+      {"moe-a2a-overlap",
+       {"comm_overlap.overlap_moe_expert_parallel_comm=true",
+        "model.moe_shared_expert_overlap=true"},
+       "model.moe_shared_expert_overlap must be false"},
+      {"moe-a2a-overlap",
+       {"comm_overlap.delay_wgrad_compute=true"},
+       "model.delay_wgrad_compute=true needs model.overlap_moe_expert_parallel_comm=true"},
+      {"logger-settings", {"logger.mlflow_experiment=exp"}, "logger.mlflow_run_name is not"},
+      {"train-length",
+       {"train.train_samples=1000"},
+       "train.train_iters=50 and train.train_samples=1000 are set"},
+      {"train-length", {"train.train_iters=null"}, "none of train.train_iters"},
+      {"scheduler-settings",
+       {"scheduler.end_weight_decay=0.01"},
+       "scheduler.end_weight_decay=0.01 is below scheduler.start_weight_decay=0.033"},
+      {"scheduler-settings", {"scheduler.max_steps=0"}, "scheduler.max_steps=0 must be positive"},
+      {"checkpoint-settings",
+       {"checkpoint.async_save=true"},
+       "checkpoint.async_save=true but checkpoint.save is not set"},
+      {"checkpoint-settings",
+       {"checkpoint.async_save=true", "checkpoint.save=/ckpt",
+        "checkpoint.use_persistent_ckpt_worker=false"},
+       "needs checkpoint.use_persistent_ckpt_worker=true"},
+      {"profiling-settings",
+       {"profiling.use_pytorch_profiler=true", "profiling.use_nsys_profiler=true"},
+       "are both true: enable one"},
+      {"profiling-settings",
+       {"profiling.profile_step_end=5"},
+       "profiling.profile_step_end=5 is before profiling.profile_step_start=10"},
+      {"nvrx-straggler-settings",
+       {"nvrx_straggler={enabled: true, report_time_interval: 0}"},
+       "nvrx_straggler.report_time_interval=0 must be positive"},
+      {"eval-batch-divisible",
+       {"validation.eval_global_batch_size=100"},
+       "the evaluation global batch 100"},
+      {"eval-batch-divisible",
+       {"dist.eval_context_parallel_size=3"},
+       "world size 8 is not divisible by TP x PP x dist.eval_context_parallel_size=3 = 3"},
+      {"fsdp-settings",
+       {"dist.use_megatron_fsdp=true", "dist.use_torch_fsdp2=true"},
+       "dist.use_megatron_fsdp and dist.use_torch_fsdp2 are both true"},
+      {"mxfp8-param-gather-reuses-grad-buffer",
+       {"mixed_precision.fp8=e4m3", "mixed_precision.fp8_recipe=mxfp8",
+        "mixed_precision.fp8_param_gather=true"},
+       "needs mixed_precision.reuse_grad_buf_for_mxfp8_param_ag=true"},
+      {"deterministic-mode", {"model.deterministic_mode=true"}, "cross_entropy_loss_fusion=false"},
+      {"precision-consistency",
+       {"mixed_precision=null", "optimizer.fp16=true"},
+       "optimizer.bf16 and optimizer.fp16 are both true"},
+      {"activation-offloading-needs-te",
+       {"model.fine_grained_activation_offloading=true", "model.transformer_impl=local"},
+       "needs model.transformer_impl=transformer_engine"},
+      {"full-iteration-graph-no-nan-check",
+       {"model.cuda_graph_impl=full_iteration", "rerun_state_machine.check_for_nan_in_loss=true"},
+       "needs rerun_state_machine.check_for_nan_in_loss=false"},
+      {"modelopt-no-grad-accumulation-fusion",
+       {"model.restore_modelopt_state=true", "model.gradient_accumulation_fusion=true"},
+       "needs model.gradient_accumulation_fusion=false"},
+      {"checkpoint-format",
+       {"dist.use_decentralized_pg=true"},
+       "set dist.use_gloo_process_groups=false"},
+      {"training-scheduler-compatible",
+       {"scheduler.lr_decay_samples=100"},
+       "iteration-based training takes scheduler.lr_decay_iters, not scheduler.lr_decay_samples"},
+      {"scheduler-steps",
+       {"scheduler.max_steps=10"},
+       "scheduler.max_steps=10 is below train.train_iters=50"},
+      {"context-parallel-sft-loss",
+       {"model.context_parallel_size=2"},
+       "needs model.calculate_per_token_loss=true"},
+      {"cp-comm-type",
+       {"model.context_parallel_size=2", "model.cp_comm_type=a2a+p2p"},
+       "needs model.hierarchical_context_parallel_sizes"},
+      {"in-batch-packing-micro-batch",
+       {"dataset.enable_in_batch_packing=true"},
+       "needs train.micro_batch_size > 1"},
+      {"peft-needs-pretrained-checkpoint",
+       {"peft={dim: 8}"},
+       "peft needs checkpoint.pretrained_checkpoint"},
+      {"seq-length-match",
+       {"model.seq_length=8192"},
+       "model.seq_length=8192 and dataset.seq_length=4096 differ"},
+  };
+  for (const PortedCase& pc : cases) {
+    CAPTURE(pc.check, pc.overrides);
+    REQUIRE(find_check(pc.check) != nullptr);
+    const std::vector<std::string> found = findings(b200(pc.overrides), pc.check);
+    REQUIRE(found.size() >= 1);
+    const bool hit = std::any_of(found.begin(), found.end(), [&](const std::string& f) {
+      return f.starts_with("error: check '" + std::string(pc.check) + "' failed: ") &&
+             f.find(pc.expected) != std::string::npos &&
+             f.find(find_check(pc.check)->source) != std::string::npos;
+    });
+    CHECK(hit);
+    if (!hit)
+      for (const std::string& f : found)
+        UNSCOPED_INFO(f);
+  }
+}
+
+// Megatron-Bridge's runtime_config_update copies mixed_precision onto the model and optimizer,
+// and comm_overlap's MoE overlap onto the model, before validate() checks them.
+TEST_CASE("validate: the ported checks see the config after mixed precision and comm overlap") {
+  for (const std::vector<std::string>& accepted :
+       std::vector<std::vector<std::string>>{{"model.fp16=true"},
+                                             {"optimizer.fp16=true"},
+                                             {"model.overlap_moe_expert_parallel_comm=true",
+                                              "model.moe_shared_expert_overlap=true"}}) {
+    CAPTURE(accepted);
+    ValidateOptions o;
+    o.world_size = 8;
+    CHECK(validate_config(b200(accepted).config, o).count(Finding::Level::Error) == 0);
+  }
 }
