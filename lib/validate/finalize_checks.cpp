@@ -399,7 +399,8 @@ Outcome moe_settings(const Ctx& x) {
   const auto capacity = number(c, "model.moe_expert_capacity_factor");
   static const std::set<std::string> capacity_balancing{"aux_loss", "seq_aux_loss",
                                                         "global_aux_loss", "none"};
-  if (capacity && *capacity >= 0)
+  // Megatron-Core turns a negative factor into None, but checks the balancing type first.
+  if (capacity)
     for (const std::string& t : names_in(seen(c, "model.moe_router_load_balancing_type")))
       if (!capacity_balancing.count(t))
         p.add("model.moe_expert_capacity_factor works only with aux_loss, seq_aux_loss, "
@@ -833,7 +834,8 @@ Outcome full_iteration_no_nan_check(const Ctx& x) {
   const Config& c = x.config;
   const bool full = text(c, "model.cuda_graph_impl") == "full_iteration" ||
                     (text(c, "model.cuda_graph_impl") == "local" &&
-                     names_in(seen(c, "model.cuda_graph_scope")).count("full_iteration"));
+                     (names_in(seen(c, "model.cuda_graph_modules")).count("full_iteration") ||
+                      names_in(seen(c, "model.cuda_graph_scope")).count("full_iteration")));
   if (!full)
     return not_applicable();
   Problems p{"Megatron-Bridge training/config.py ConfigContainer.validate"};
@@ -874,9 +876,11 @@ Outcome checkpoint_container(const Ctx& x) {
   if (on(c, "dist.use_decentralized_pg") && on(c, "dist.use_gloo_process_groups"))
     p.add("dist.use_decentralized_pg=true works only with NCCL: set "
           "dist.use_gloo_process_groups=false");
-  // The distributed-optimizer flags are synced (either on turns both on) later in validate().
-  if (!on(c, "dist.use_gloo_process_groups") && on(c, "optimizer.use_distributed_optimizer") &&
-      format != "torch_dist" && format != "fsdp_dtensor")
+  // validate() has synced the distributed-optimizer flags by now: either on turns both on.
+  const bool distributed =
+      on(c, "optimizer.use_distributed_optimizer") || on(c, "ddp.use_distributed_optimizer");
+  if (!on(c, "dist.use_gloo_process_groups") && distributed && format != "torch_dist" &&
+      format != "fsdp_dtensor")
     p.add("without Gloo process groups the distributed optimizer needs checkpoint.ckpt_format "
           "torch_dist or fsdp_dtensor, but " +
           shown(c, "checkpoint.ckpt_format"));
@@ -1005,7 +1009,9 @@ Outcome peft_checkpoint(const Ctx& x) {
 Outcome seq_length_match(const Ctx& x) {
   const auto model = integer(x.config, "model.seq_length");
   const auto data = integer(x.config, "dataset.seq_length");
-  if (!model || !data)
+  // Only Megatron-Bridge's own dataset configs; a DatasetProvider may have no sequence length.
+  if (!model || !data ||
+      !(sft_dataset(x.config) || ends_with_class(x.config, "dataset", "GPTDatasetConfig")))
     return not_applicable();
   Problems p{"Megatron-Bridge training/config.py ConfigContainer.validate"};
   if (*model != *data)
