@@ -172,7 +172,7 @@ complete -F _qwen_recipe qwen-recipe
 void register_completion(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
   auto shell = std::make_shared<std::string>("bash");
   CLI::App* cmd = app.add_subcommand("completion", "print a shell completion script");
-  cmd->add_option("shell", *shell, "the shell (bash)")->check(CLI::IsMember({"bash"}));
+  cmd->add_option("shell", *shell, "the shell (bash)")->check(one_of({"bash"}));
   cmd->footer("Example:\n  source <(qwen-recipe completion bash)");
   cmd->fallthrough();
   cmd->callback([&app, &global, &action, shell] {

@@ -66,7 +66,7 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
                   "json (the launch config)")
-      ->check(CLI::IsMember({"slurm", "torchrun", "json"}));
+      ->check(one_of({"slurm", "torchrun", "json"}));
   cmd->add_option("-o,--output", opts->output,
                   "write the launch file here (atomically) instead of standard output");
   cmd->add_option("--config", opts->config,

@@ -65,7 +65,7 @@ void register_validate(CLI::App& app, GlobalOptions& global, std::function<int()
   cmd->add_flag("--strict", opts->strict, "warnings are errors (exit 2)");
   cmd->add_option("--format", opts->format,
                   "text (default) or json (one object; its keys are in docs/validate.md)")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(one_of({"text", "json"}));
   cmd->add_option("--mcore", opts->profile,
                   "Megatron-Core profile to read the file with (default: the first that fits)");
   cmd->footer("Exit codes: 0 no errors (warnings allowed unless --strict), 2 errors.\n"

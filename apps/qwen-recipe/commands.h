@@ -2,10 +2,13 @@
 #pragma once
 
 #include "cli.h"
+#include "config/suggest.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace qr::cli {
 
@@ -48,6 +51,21 @@ inline CLI::Validator positive_count() {
         return {};
       },
       "N>=1");
+}
+
+// A value from a fixed list (--format, diff -o, list WHAT): an unknown one gets the closest and
+// the list, where CLI::IsMember prints only the set.
+inline CLI::Validator one_of(std::vector<std::string> choices) {
+  std::string list;
+  for (const std::string& c : choices)
+    list += (list.empty() ? "" : ", ") + c;
+  return CLI::Validator(
+      [choices, list](const std::string& value) -> std::string {
+        if (std::find(choices.begin(), choices.end(), value) != choices.end())
+          return {};
+        return "unknown value '" + value + "'" + did_you_mean(value, choices) + "; one of " + list;
+      },
+      list);
 }
 
 void register_completion(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
