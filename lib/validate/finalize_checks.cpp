@@ -8,6 +8,7 @@
 #include "validate/check_kit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace qr::check_kit {
@@ -443,6 +444,38 @@ Outcome moe_settings(const Ctx& x) {
       text(c, "model.moe_router_load_balancing_type") != "sinkhorn")
     p.add("model.moe_router_topk=1 with the softmax score function needs "
           "model.moe_router_pre_softmax=true");
+  if (on(c, "model.moe_single_grouped_weight") || on(c, "model.moe_single_grouped_bias")) {
+    if (!on(c, "model.moe_grouped_gemm"))
+      p.add("model.moe_single_grouped_weight / moe_single_grouped_bias need "
+            "model.moe_grouped_gemm=true");
+  }
+  if (on(c, "model.moe_single_grouped_weight")) {
+    if ((on(c, "model.fp8") && text(c, "model.fp8_recipe") != "mxfp8") ||
+        (on(c, "model.fp4") && text(c, "model.fp4_recipe") != "nvfp4"))
+      p.add("model.moe_single_grouped_weight=true works with high-precision weights, "
+            "fp8_recipe=mxfp8 or fp4_recipe=nvfp4 only");
+    if (on(c, "model.fp4") && !on(c, "model.fp4_param"))
+      p.add("model.moe_single_grouped_weight=true with fp4 needs fp4_param (fp4_param_gather)");
+    if (!on(c, "model.use_transformer_engine_op_fuser"))
+      p.add("model.moe_single_grouped_weight=true needs "
+            "model.use_transformer_engine_op_fuser=true");
+  }
+  if (on(c, "model.moe_single_grouped_bias") && !on(c, "model.add_bias_linear"))
+    p.add("model.moe_single_grouped_bias=true needs model.add_bias_linear=true");
+  const Value* balancing = seen(c, "model.moe_router_load_balancing_type");
+  if (balancing != nullptr && balancing->is_list()) {
+    const Value* coeff = seen(c, "model.moe_aux_loss_coeff");
+    if (coeff == nullptr || !coeff->is_list() ||
+        coeff->as_list().size() != balancing->as_list().size())
+      p.add("model.moe_router_load_balancing_type is a list of " +
+            std::to_string(balancing->as_list().size()) +
+            ", so model.moe_aux_loss_coeff must be a list of as many");
+  }
+  if (!set(c, "model.moe_flex_dispatcher_num_sms") && set(c, "model.moe_deepep_num_sms") &&
+      set(c, "model.moe_hybridep_num_sms") &&
+      brief(*seen(c, "model.moe_deepep_num_sms")) != brief(*seen(c, "model.moe_hybridep_num_sms")))
+    p.add(shown(c, "model.moe_deepep_num_sms") + " and " + shown(c, "model.moe_hybridep_num_sms") +
+          " (both deprecated) conflict: set model.moe_flex_dispatcher_num_sms instead");
   if (on(c, "model.moe_router_group_topk")) {
     const auto groups = integer(c, "model.moe_router_num_groups");
     if (on(c, "model.moe_router_topk_limited_devices"))
@@ -500,6 +533,173 @@ Outcome recompute_settings(const Ctx& x) {
   return p.out;
 }
 
+// The modules selective recompute covers: recompute_modules (core_attn when null), plus moe with
+// the deprecated moe_layer_recompute.
+std::set<std::string> recompute_modules(const Config& c) {
+  const Value* v = seen(c, "model.recompute_modules");
+  std::set<std::string> out =
+      v == nullptr || v->is_null() ? std::set<std::string>{"core_attn"} : names_in(v);
+  if (on(c, "model.moe_layer_recompute"))
+    out.insert("moe");
+  return out;
+}
+
+Outcome recompute_modules_check(const Ctx& x) {
+  const Config& c = x.config;
+  Problems p{kTransformer};
+  const std::set<std::string> modules = recompute_modules(c);
+  if (on(c, "model.moe_layer_recompute") && text(c, "model.recompute_granularity") == "full")
+    p.add("model.moe_layer_recompute=true does not work with model.recompute_granularity=full");
+  const bool selective =
+      text(c, "model.recompute_granularity") == "selective" || on(c, "model.moe_layer_recompute");
+  if (!selective)
+    return p.out;
+  static const std::set<std::string> allowed{"core_attn",      "moe_act",     "layernorm",
+                                             "mla_up_proj",    "mlp",         "moe",
+                                             "shared_experts", "gdn_norm_out"};
+  for (const std::string& m : modules)
+    if (!allowed.count(m))
+      p.add("'" + m +
+            "' in model.recompute_modules is not one of core_attn, moe_act, layernorm, "
+            "mla_up_proj, mlp, moe, shared_experts, gdn_norm_out");
+  if (modules.count("moe_act") && !on(c, "model.moe_grouped_gemm"))
+    p.add("moe_act in model.recompute_modules needs model.moe_grouped_gemm=true");
+  if (modules.count("mla_up_proj") && !on(c, "model.multi_latent_attention"))
+    p.add("mla_up_proj in model.recompute_modules needs model.multi_latent_attention=true");
+  const std::string variant = text(c, "model.experimental_attention_variant");
+  if (modules.count("gdn_norm_out") && variant != "gdn" && variant != "gdn2" &&
+      variant != "gated_delta_net")
+    p.add("gdn_norm_out in model.recompute_modules needs a GatedDeltaNet model");
+  if (modules.count("shared_experts") && set(c, "model.moe_shared_expert_intermediate_size") &&
+      on(c, "model.moe_shared_expert_overlap"))
+    p.add("shared_experts in model.recompute_modules does not work with "
+          "model.moe_shared_expert_overlap=true");
+  if (on(c, "model.fp8") && (modules.count("moe_act") || modules.count("layernorm")) &&
+      text(c, "model.fp8_recipe") == "delayed")
+    p.add("moe_act and layernorm recompute do not work with fp8_recipe=delayed");
+  return p.out;
+}
+
+Outcome activation_offload_modules(const Ctx& x) {
+  const Config& c = x.config;
+  Problems p{kTransformer};
+  const std::set<std::string> offload = names_in(seen(c, "model.offload_modules"));
+  if (on(c, "model.fine_grained_activation_offloading")) {
+    if (on(c, "model.cpu_offloading"))
+      p.add("model.fine_grained_activation_offloading=true does not work with "
+            "model.cpu_offloading=true");
+    if (offload.empty())
+      p.add("model.fine_grained_activation_offloading=true needs model.offload_modules");
+    static const std::set<std::string> allowed{"core_attn",       "attn_proj", "expert_fc1",
+                                               "fused_group_mlp", "moe_act",   "attn_norm",
+                                               "mlp_norm",        "qkv_linear"};
+    for (const std::string& m : offload)
+      if (!allowed.count(m))
+        p.add("'" + m +
+              "' in model.offload_modules is not one of core_attn, attn_proj, "
+              "expert_fc1, fused_group_mlp, moe_act, attn_norm, mlp_norm, qkv_linear");
+    if (offload.count("attn_proj") && !offload.count("core_attn"))
+      p.add("attn_proj in model.offload_modules needs core_attn too (its input is core_attn's "
+            "output)");
+    const bool moe_recompute = (text(c, "model.recompute_granularity") == "selective" ||
+                                on(c, "model.moe_layer_recompute")) &&
+                               recompute_modules(c).count("moe");
+    if (moe_recompute)
+      for (const char* m : {"moe_act", "expert_fc1", "fused_group_mlp"})
+        if (offload.count(m))
+          p.add(std::string(m) + " cannot be offloaded while the whole MoE layer is recomputed "
+                                 "(moe in model.recompute_modules)");
+    if (number(c, "model.min_offloaded_tensor_size").value_or(0) < 0)
+      p.add(shown(c, "model.min_offloaded_tensor_size") + " must be at least 0");
+    const auto fraction = number(c, "model.activation_offload_fraction");
+    if (fraction && (*fraction < 0 || *fraction > 1))
+      p.add(shown(c, "model.activation_offload_fraction") + " must be between 0 and 1");
+    if (number(c, "model.delta_offload_bytes_across_pp_ranks").value_or(0) < 0)
+      p.add(shown(c, "model.delta_offload_bytes_across_pp_ranks") + " must be at least 0");
+    if (offload.count("fused_group_mlp")) {
+      if (!on(c, "model.use_transformer_engine_op_fuser"))
+        p.add("fused_group_mlp in model.offload_modules needs "
+              "model.use_transformer_engine_op_fuser=true");
+      if (offload.count("expert_fc1") || offload.count("moe_act"))
+        p.add("fused_group_mlp in model.offload_modules cannot be combined with expert_fc1 or "
+              "moe_act");
+    }
+  }
+  for (const std::string& m : names_in(seen(c, "model.gtp_remat_opt_in_modules")))
+    if (m != "moe_latent_proj")
+      p.add("'" + m + "' in model.gtp_remat_opt_in_modules is not moe_latent_proj");
+  if (on(c, "model.moe_paged_stash")) {
+    if (on(c, "model.cpu_offloading"))
+      p.add("model.moe_paged_stash=true does not work with model.cpu_offloading=true");
+    if (!set(c, "model.moe_expert_rank_capacity_factor"))
+      p.add("model.moe_paged_stash=true needs model.moe_expert_rank_capacity_factor");
+    for (const char* m : {"expert_fc1", "moe_act", "fused_group_mlp"})
+      if (offload.count(m))
+        p.add(std::string(m) + " in model.offload_modules does not work with "
+                               "model.moe_paged_stash=true (the stash covers it)");
+  }
+  return p.out;
+}
+
+// The activation a `_target_` function names: silu, gelu, relu, quick_gelu or other.
+std::string activation(const Config& c) {
+  const std::string t = dtype(c, "model.activation_func");
+  if (t == "torch.nn.functional.silu" || t == "torch.nn.functional.gelu" ||
+      t == "torch.nn.functional.relu")
+    return t.substr(t.rfind('.') + 1);
+  if (t.ends_with(".quick_gelu"))
+    return "quick_gelu";
+  return t.empty() ? std::string() : "other";
+}
+
+Outcome activation_settings(const Ctx& x) {
+  const Config& c = x.config;
+  const std::string act = activation(c);
+  if (act.empty())
+    return not_applicable();
+  Problems p{kTransformer};
+  const bool glu = on(c, "model.gated_linear_unit");
+  const bool offset = number(c, "model.glu_linear_offset").value_or(0) != 0;
+  if (on(c, "model.bias_activation_fusion")) {
+    if (act != "gelu" && act != "silu" && act != "quick_gelu")
+      p.add("model.bias_activation_fusion=true needs a gelu, silu or quick_gelu activation, but "
+            "model.activation_func is " +
+            dtype(c, "model.activation_func"));
+    if (act == "gelu" && !glu && !on(c, "model.add_bias_linear"))
+      p.add("model.bias_activation_fusion=true with gelu and no gated linear unit needs "
+            "model.add_bias_linear=true");
+    if (act == "quick_gelu" && !glu)
+      p.add("model.bias_activation_fusion=true with quick_gelu needs "
+            "model.gated_linear_unit=true");
+    if (offset && act != "quick_gelu")
+      p.add("model.bias_activation_fusion=true with a non-zero model.glu_linear_offset needs "
+            "quick_gelu");
+    if (on(c, "model.use_te_activation_func"))
+      p.add("model.bias_activation_fusion and model.use_te_activation_func cannot both be true");
+  }
+  if (on(c, "model.fused_residual_rmsnorm") && text(c, "model.normalization") != "RMSNorm")
+    p.add("model.fused_residual_rmsnorm=true needs model.normalization=RMSNorm, but " +
+          shown(c, "model.normalization"));
+  if (on(c, "model.use_te_activation_func") && act != "gelu" && act != "silu" && act != "relu")
+    p.add("model.use_te_activation_func=true needs a gelu, silu or relu activation");
+  if (on(c, "model.activation_func_fp8_input_store") && (act != "silu" || !glu))
+    p.add("model.activation_func_fp8_input_store=true works only with SwiGLU (silu and "
+          "model.gated_linear_unit=true)");
+  const auto clamp = number(c, "model.activation_func_clamp_value");
+  if (clamp && act == "silu" && glu) {
+    if (!std::isfinite(*clamp) || *clamp <= 0)
+      p.add(shown(c, "model.activation_func_clamp_value") + " must be finite and above 0");
+    if (!set(c, "model.num_moe_experts"))
+      p.add("model.activation_func_clamp_value for SwiGLU needs an MoE model");
+    if (offset)
+      p.add("model.activation_func_clamp_value for SwiGLU needs model.glu_linear_offset=0");
+    if (on(c, "model.use_te_activation_func"))
+      p.add("model.activation_func_clamp_value for SwiGLU needs "
+            "model.use_te_activation_func=false");
+  }
+  return p.out;
+}
+
 Outcome moe_a2a_overlap(const Ctx& x) {
   const Config& c = x.config;
   Problems p{kTransformer};
@@ -521,7 +721,7 @@ Outcome moe_a2a_overlap(const Ctx& x) {
       p.add("model.recompute_method must be null" + why);
     if (set(c, "model.recompute_num_layers"))
       p.add("model.recompute_num_layers must be null" + why);
-    if (names_in(seen(c, "model.recompute_modules")).count("moe"))
+    if (recompute_modules(c).count("moe"))
       p.add("moe must not be in model.recompute_modules" + why);
     if (!on(c, "model.bf16") && !on(c, "model.fp16"))
       p.add("a bf16 or fp16 model is needed" + why + " (mixed_precision.bf16 when it is set)");
@@ -551,6 +751,23 @@ Outcome moe_a2a_overlap(const Ctx& x) {
   if (on(c, "model.ep_overlap_early_attn_memory_release") && !overlap)
     p.add("model.ep_overlap_early_attn_memory_release=true needs "
           "model.overlap_moe_expert_parallel_comm=true");
+  return p.out;
+}
+
+Outcome no_rope_freq(const Ctx& x) {
+  const Config& c = x.config;
+  const Value* freq = seen(c, "model.no_rope_freq");
+  if (!truthy(freq))
+    return not_applicable();
+  Problems p{kTransformer};
+  const auto layers = integer(c, "model.num_layers").value_or(0);
+  if (on(c, "model.flash_decode"))
+    p.add("model.no_rope_freq does not work with model.flash_decode=true");
+  if (freq->is_int() && layers % freq->as_int() != 0)
+    p.add(shown(c, "model.no_rope_freq") + " does not divide " + shown(c, "model.num_layers"));
+  else if (freq->is_list() && static_cast<std::int64_t>(freq->as_list().size()) != layers)
+    p.add("model.no_rope_freq lists " + std::to_string(freq->as_list().size()) + " layers but " +
+          shown(c, "model.num_layers"));
   return p.out;
 }
 
@@ -1072,11 +1289,26 @@ const std::vector<CheckEntry>& finalize_checks() {
         "recompute",
         kTransformer},
        recompute_settings},
+      {{"recompute-modules", "selective recompute modules are known and come with what they need",
+        kTransformer},
+       recompute_modules_check},
+      {{"activation-offload-modules",
+        "fine-grained offloading modules, fractions and sizes; GTP remat modules; the MoE paged "
+        "stash",
+        kTransformer},
+       activation_offload_modules},
+      {{"activation-settings",
+        "fused bias activation, TE activation, FP8 input store and SwiGLU clamp fit the "
+        "activation; fused residual RMSNorm needs RMSNorm",
+        kTransformer},
+       activation_settings},
       {{"moe-a2a-overlap",
         "EP all-to-all overlap, delayed wgrad and early attention release come with what they "
         "need",
         kTransformer},
        moe_a2a_overlap},
+      {{"no-rope-freq", "the no-RoPE pattern fits the layers, without flash decode", kTransformer},
+       no_rope_freq},
       {{"logger-settings", "MLflow and Comet runs are named",
         "Megatron-Bridge training/config.py LoggerConfig.finalize"},
        logger_finalize},

@@ -43,8 +43,8 @@ TEST_CASE("validate: a shipped recipe passes with its own world size") {
   o.world_size = 8;
   const ValidationReport rep = validate_config(r.config, o);
   CHECK(rep.count(Finding::Level::Error) == 0);
-  // 16 invariants, 7 parallelism checks and 23 ported finalize checks that apply to this model.
-  CHECK(rep.checks == 46);
+  // 16 invariants, 7 parallelism checks and 26 ported finalize checks that apply to this model.
+  CHECK(rep.checks == 49);
   CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
 }
 
@@ -451,7 +451,7 @@ TEST_CASE("validate: without a world size the report names the skipped checks") 
                                    "--num-gpus N)\n"));
   CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 4 skipped (world-size-divisible, "
                                    "expert-parallel-fits, global-batch-divisible, "
-                                   "eval-batch-divisible); 42 checks ran\n"));
+                                   "eval-batch-divisible); 45 checks ran\n"));
 }
 
 TEST_CASE("validate --format json: the documented keys, in order") {
@@ -530,6 +530,47 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
       {"recompute-settings",
        {"model.recompute_granularity=selective", "model.recompute_num_layers=2"},
        "needs model.recompute_num_layers=null"},
+      {"moe-settings",
+       {"model.moe_single_grouped_weight=true"},
+       "model.moe_single_grouped_weight=true needs model.use_transformer_engine_op_fuser=true"},
+      {"moe-settings",
+       {"model.moe_deepep_num_sms=20", "model.moe_hybridep_num_sms=24"},
+       "(both deprecated) conflict"},
+      {"recompute-modules",
+       {"model.recompute_granularity=selective", "model.recompute_modules=[core_attn,attn]"},
+       "'attn' in model.recompute_modules is not one of"},
+      {"recompute-modules",
+       {"model.recompute_granularity=selective", "model.recompute_modules=[mla_up_proj]"},
+       "mla_up_proj in model.recompute_modules needs model.multi_latent_attention=true"},
+      {"recompute-modules",
+       {"model.moe_layer_recompute=true", "model.recompute_granularity=full",
+        "model.recompute_method=uniform", "model.recompute_num_layers=1"},
+       "model.moe_layer_recompute=true does not work with model.recompute_granularity=full"},
+      {"activation-offload-modules",
+       {"model.fine_grained_activation_offloading=true", "model.offload_modules=[attn_proj]"},
+       "attn_proj in model.offload_modules needs core_attn too"},
+      {"activation-offload-modules",
+       {"model.fine_grained_activation_offloading=true", "model.offload_modules=[core_attn]",
+        "model.activation_offload_fraction=1.5"},
+       "model.activation_offload_fraction=1.5 must be between 0 and 1"},
+      {"activation-offload-modules",
+       {"model.moe_paged_stash=true"},
+       "model.moe_paged_stash=true needs model.moe_expert_rank_capacity_factor"},
+      {"activation-settings",
+       {"model.use_te_activation_func=true"},
+       "model.bias_activation_fusion and model.use_te_activation_func cannot both be true"},
+      {"activation-settings",
+       {"model.fused_residual_rmsnorm=true", "model.normalization=LayerNorm"},
+       "model.fused_residual_rmsnorm=true needs model.normalization=RMSNorm"},
+      {"activation-settings",
+       {"model.activation_func_clamp_value=-1.0"},
+       "model.activation_func_clamp_value=-1.0 must be finite and above 0"},
+      {"no-rope-freq",
+       {"model.no_rope_freq=7"},
+       "model.no_rope_freq=7 does not divide model.num_layers=40"},
+      {"moe-a2a-overlap",
+       {"comm_overlap.overlap_moe_expert_parallel_comm=true", "model.moe_layer_recompute=true"},
+       "moe must not be in model.recompute_modules"},
       {"moe-a2a-overlap",
        {"comm_overlap.overlap_moe_expert_parallel_comm=true",
         "model.moe_shared_expert_overlap=true"},
