@@ -763,7 +763,8 @@ Outcome no_rope_freq(const Ctx& x) {
   const auto layers = integer(c, "model.num_layers").value_or(0);
   if (on(c, "model.flash_decode"))
     p.add("model.no_rope_freq does not work with model.flash_decode=true");
-  if (freq->is_int() && layers % freq->as_int() != 0)
+  // -1 divides everything (and INT64_MIN % -1 is undefined in C++).
+  if (freq->is_int() && freq->as_int() != -1 && layers % freq->as_int() != 0)
     p.add(shown(c, "model.no_rope_freq") + " does not divide " + shown(c, "model.num_layers"));
   else if (freq->is_list() && static_cast<std::int64_t>(freq->as_list().size()) != layers)
     p.add("model.no_rope_freq lists " + std::to_string(freq->as_list().size()) + " layers but " +
@@ -952,7 +953,8 @@ Outcome eval_batch_divisible(const Ctx& x) {
     return p.out;
   }
   const std::int64_t dp = *x.options.world_size / model;
-  if (*mbs <= 0 || *gbs % (*mbs * dp) != 0)
+  // gbs divisible by mbs x dp, without the product (which may overflow).
+  if (*mbs <= 0 || *gbs % *mbs != 0 || (*gbs / *mbs) % dp != 0)
     p.add("the evaluation global batch " + std::to_string(*gbs) +
           " (validation.eval_global_batch_size, else train.global_batch_size) is not divisible "
           "by the evaluation micro batch " +
@@ -1148,7 +1150,7 @@ Outcome scheduler_steps(const Ctx& x) {
   const std::int64_t decay_iters =
       max_steps ? *max_steps : integer(c, "scheduler.lr_decay_iters").value_or(*iters);
   const std::int64_t gbs = integer(c, "train.global_batch_size").value_or(1);
-  if (p.out.problems.empty() && decay_iters * gbs <= 0)
+  if (p.out.problems.empty() && (decay_iters <= 0 || gbs <= 0))
     p.add("the learning-rate decay steps (" + std::to_string(decay_iters) +
           " decay iterations, from scheduler.max_steps, scheduler.lr_decay_iters or "
           "train.train_iters, x train.global_batch_size " +
@@ -1194,11 +1196,12 @@ Outcome cp_comm_type(const Ctx& x) {
           "them CP communication is silently off)");
   if (has_hcp && hcp->is_list()) {
     std::int64_t product = 1;
+    bool overflow = false;
     for (const Value& v : hcp->as_list())
-      product *= v.is_int() ? v.as_int() : 0;
-    if (product != x.layout.cp)
+      overflow = overflow || __builtin_mul_overflow(product, v.is_int() ? v.as_int() : 0, &product);
+    if (overflow || product != x.layout.cp)
       p.add("model.hierarchical_context_parallel_sizes " + brief(*hcp) + " multiply to " +
-            std::to_string(product) +
+            (overflow ? std::string("more than 2^63") : std::to_string(product)) +
             ", not model.context_parallel_size=" + std::to_string(x.layout.cp));
   }
   return p.out;
