@@ -3,7 +3,10 @@
 #include "helpers.h"
 #include "validate/validate.h"
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 using namespace qr;
 using qr::test::build;
@@ -703,5 +706,18 @@ TEST_CASE("validate: the ported checks see the config after mixed precision and 
     ValidateOptions o;
     o.world_size = 8;
     CHECK(validate_config(b200(accepted).config, o).count(Finding::Level::Error) == 0);
+  }
+}
+
+// docs/validate.md has a row for every check, naming its upstream source.
+TEST_CASE("validate: docs/validate.md has a row for every check") {
+  std::ifstream in(std::filesystem::path(QR_SOURCE_DIR) / "docs" / "validate.md");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const CheckInfo& c : check_registry()) {
+    CAPTURE(c.name);
+    CHECK(text.str().find("| `" + c.name + "` |") != std::string::npos);
+    CHECK(!c.source.empty());
   }
 }
