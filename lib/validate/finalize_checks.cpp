@@ -25,18 +25,56 @@ const char* const kOptimizer =
 const char* const kDdp = "Megatron-Core distributed/distributed_data_parallel_config.py "
                          "DistributedDataParallelConfig.__post_init__";
 
-const Value kFalse{false};
-
 bool section_present(const Config& c, std::string_view name) {
   const Value* v = c.find(name);
   return v != nullptr && v->is_map();
 }
 
+// What CommOverlapConfig.setup() (training/comm_overlap.py) writes over a model, optimizer or DDP
+// field before validate() runs: the comm_overlap section's value where it gives one, else its
+// default. Null when the field is the config's own.
+const Value* comm_overlap_value(const Config& c, const std::string& section,
+                                const std::string& field) {
+  static const Value kTrue{true}, kFalse{false}, kNoLimit{std::int64_t{-1}};
+  if (!section_present(c, "comm_overlap"))
+    return nullptr;
+  const Value* user = c.find("comm_overlap." + field);
+  const bool given = user != nullptr && !user->is_null();
+  if (section == "model") {
+    // _get_model_comm_overlap_cfgs: these start disabled; the user's value wins.
+    if (field == "overlap_moe_expert_parallel_comm" || field == "delay_wgrad_compute" ||
+        field == "defer_embedding_wgrad_compute")
+      return given ? user : &kFalse;
+    if (field == "wgrad_deferral_limit")
+      return given ? user : &kNoLimit;
+    if (field == "overlap_p2p_comm" || field == "batch_p2p_comm") {
+      if (given)
+        return user;
+      const Value* pp = c.find("model.pipeline_model_parallel_size");
+      const Value* vp = c.find("model.virtual_pipeline_model_parallel_size");
+      const bool pipelined = pp != nullptr && pp->is_int() && pp->as_int() > 1;
+      const bool interleaved = vp != nullptr && vp->is_int() && vp->as_int() > 1;
+      if (!pipelined)
+        return &kFalse;
+      return (field == "overlap_p2p_comm") == interleaved ? &kTrue : &kFalse;
+    }
+    return nullptr;
+  }
+  // _get_optimizer_overlap_cfgs, applied with the distributed optimizer only. The other fields
+  // it sets depend on the data-parallel size; this one does not.
+  const Value* distributed = c.find("ddp.use_distributed_optimizer");
+  if ((section == "optimizer" || section == "ddp") && distributed != nullptr &&
+      distributed->is_bool() && distributed->as_bool() &&
+      field == "overlap_param_gather_with_optimizer_step")
+    return given ? user : &kFalse;
+  return nullptr;
+}
+
 // The value at `path` as Megatron-Bridge's validate() sees it. runtime_config_update() first runs
 // MixedPrecisionConfig.setup(), which copies every MixedPrecisionConfig field onto the model,
 // optimizer and DDP configs that have it (fp8_param/fp4_param defaulting to the *_param_gather
-// flag, as MixedPrecisionConfig.finalize() sets them), then CommOverlapConfig.setup(), which sets
-// the model's MoE overlap fields to the comm_overlap section's value, or false.
+// flag, as MixedPrecisionConfig.finalize() sets them), then CommOverlapConfig.setup()
+// (comm_overlap_value).
 const Value* seen(const Config& c, std::string_view path) {
   const Value* own = c.find(path);
   const std::size_t dot = path.find('.');
@@ -44,11 +82,8 @@ const Value* seen(const Config& c, std::string_view path) {
     return own;
   const std::string section(path.substr(0, dot));
   const std::string field(path.substr(dot + 1));
-  if (section == "model" && section_present(c, "comm_overlap") &&
-      (field == "overlap_moe_expert_parallel_comm" || field == "delay_wgrad_compute")) {
-    const Value* v = c.find("comm_overlap." + field);
-    return v != nullptr && !v->is_null() ? v : &kFalse;
-  }
+  if (const Value* overlap = comm_overlap_value(c, section, field))
+    return overlap;
   if ((section == "model" || section == "optimizer" || section == "ddp") &&
       section_present(c, "mixed_precision") && field != "_target_") {
     const Value* mp = c.find("mixed_precision." + field);
@@ -289,18 +324,25 @@ Outcome pipeline_dtype_with_pp(const Ctx& x) {
 
 Outcome defer_embedding_wgrad(const Ctx& x) {
   const Config& c = x.config;
-  // With a comm_overlap section, CommOverlapConfig.setup() rewrites these fields first.
-  if (section_present(c, "comm_overlap") || !on(c, "model.defer_embedding_wgrad_compute"))
-    return not_applicable();
   Problems p{kParallel};
-  if (x.layout.pp == 1)
-    p.add("model.defer_embedding_wgrad_compute=true needs pipeline parallelism, but "
-          "model.pipeline_model_parallel_size=1");
-  if (!on(c, "model.gradient_accumulation_fusion"))
-    p.add("model.defer_embedding_wgrad_compute=true needs model.gradient_accumulation_fusion=true");
-  if (integer(c, "model.wgrad_deferral_limit").value_or(0) < 0)
-    p.add(shown(c, "model.wgrad_deferral_limit") +
-          " must be at least 0 with model.defer_embedding_wgrad_compute=true");
+  if (on(c, "model.defer_embedding_wgrad_compute")) {
+    if (x.layout.pp == 1)
+      p.add("embedding wgrad deferral (model.defer_embedding_wgrad_compute, or comm_overlap's when "
+            "that section is set) needs pipeline parallelism, but "
+            "model.pipeline_model_parallel_size=1");
+    if (!on(c, "model.gradient_accumulation_fusion"))
+      p.add("embedding wgrad deferral needs model.gradient_accumulation_fusion=true");
+    if (integer(c, "model.wgrad_deferral_limit").value_or(0) < 0)
+      p.add("embedding wgrad deferral needs a wgrad deferral limit of at least 0, but it is " +
+            brief(*seen(c, "model.wgrad_deferral_limit")) +
+            (section_present(c, "comm_overlap")
+                 ? " (comm_overlap.wgrad_deferral_limit, -1 when null)"
+                 : " (model.wgrad_deferral_limit)"));
+  }
+  if (on(c, "model.overlap_p2p_comm_warmup_flush") &&
+      (!on(c, "model.overlap_p2p_comm") || on(c, "model.batch_p2p_comm")))
+    p.add("model.overlap_p2p_comm_warmup_flush=true needs overlap_p2p_comm on and batch_p2p_comm "
+          "off (with a comm_overlap section: its values, or PP > 1 with VP > 1)");
   return p.out;
 }
 
@@ -1268,8 +1310,9 @@ const std::vector<CheckEntry>& finalize_checks() {
        optimizer_finalize},
       {{"pipeline-dtype-with-pp", "pipeline parallelism has a pipeline dtype", kParallel},
        pipeline_dtype_with_pp},
-      {{"defer-embedding-wgrad",
-        "deferred embedding wgrad needs PP > 1, gradient accumulation fusion, a limit >= 0",
+      {{"pipeline-comm-settings",
+        "deferred embedding wgrad needs PP > 1, gradient accumulation fusion, a limit >= 0; "
+        "p2p warmup/flush overlap needs overlapped, unbatched p2p",
         kParallel},
        defer_embedding_wgrad},
       {{"precision-flags",

@@ -46,8 +46,8 @@ TEST_CASE("validate: a shipped recipe passes with its own world size") {
   o.world_size = 8;
   const ValidationReport rep = validate_config(r.config, o);
   CHECK(rep.count(Finding::Level::Error) == 0);
-  // 16 invariants, 7 parallelism checks and 26 ported finalize checks that apply to this model.
-  CHECK(rep.checks == 49);
+  // 16 invariants, 7 parallelism checks and 27 ported finalize checks that apply to this model.
+  CHECK(rep.checks == 50);
   CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
 }
 
@@ -454,7 +454,7 @@ TEST_CASE("validate: without a world size the report names the skipped checks") 
                                    "--num-gpus N)\n"));
   CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 4 skipped (world-size-divisible, "
                                    "expert-parallel-fits, global-batch-divisible, "
-                                   "eval-batch-divisible); 45 checks ran\n"));
+                                   "eval-batch-divisible); 46 checks ran\n"));
 }
 
 TEST_CASE("validate --format json: the documented keys, in order") {
@@ -516,9 +516,22 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
       {"pipeline-dtype-with-pp",
        {"model.pipeline_model_parallel_size=2", "mixed_precision.pipeline_dtype=null"},
        "needs model.pipeline_dtype"},
-      {"defer-embedding-wgrad",
+      {"pipeline-comm-settings",
        {"comm_overlap=null", "model.defer_embedding_wgrad_compute=true"},
        "needs pipeline parallelism"},
+      // With a comm_overlap section its own deferral settings apply: no limit given is -1.
+      {"pipeline-comm-settings",
+       {"model.pipeline_model_parallel_size=2", "model.gradient_accumulation_fusion=true",
+        "comm_overlap.defer_embedding_wgrad_compute=true"},
+       "a wgrad deferral limit of at least 0, but it is -1 (comm_overlap.wgrad_deferral_limit"},
+      {"pipeline-comm-settings",
+       {"model.overlap_p2p_comm_warmup_flush=true"},
+       "needs overlap_p2p_comm on and batch_p2p_comm off"},
+      {"optimizer-settings",
+       {"mixed_precision.reuse_grad_buf_for_mxfp8_param_ag=true",
+        "comm_overlap.overlap_param_gather_with_optimizer_step=true"},
+       "optimizer.overlap_param_gather_with_optimizer_step is not supported with "
+       "reuse_grad_buf_for_mxfp8_param_ag"},
       {"precision-flags", {"model.fp8_output_proj=true"}, "model.fp8_output_proj=true needs fp8"},
       {"precision-flags", {"mixed_precision.fp16=true"}, "model.fp16 and model.bf16 are both true"},
       {"gdn-settings",
@@ -697,11 +710,12 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
 // Megatron-Bridge's runtime_config_update copies mixed_precision onto the model and optimizer,
 // and comm_overlap's MoE overlap onto the model, before validate() checks them.
 TEST_CASE("validate: the ported checks see the config after mixed precision and comm overlap") {
-  for (const std::vector<std::string>& accepted :
-       std::vector<std::vector<std::string>>{{"model.fp16=true"},
-                                             {"optimizer.fp16=true"},
-                                             {"model.overlap_moe_expert_parallel_comm=true",
-                                              "model.moe_shared_expert_overlap=true"}}) {
+  for (const std::vector<std::string>& accepted : std::vector<std::vector<std::string>>{
+           {"model.fp16=true"},
+           {"optimizer.fp16=true"},
+           {"model.overlap_moe_expert_parallel_comm=true", "model.moe_shared_expert_overlap=true"},
+           // comm_overlap sets the model's deferral off.
+           {"model.defer_embedding_wgrad_compute=true"}}) {
     CAPTURE(accepted);
     ValidateOptions o;
     o.world_size = 8;
