@@ -73,8 +73,15 @@ _qwen_recipe() {
     eq=$prev=
     cur=${cur#*=}
   fi
+  # In an open quote bash completes the text after the quote, word breaks and all.
+  local quoted=""
+  if [[ $cur == [\"\']* ]]; then
+    quoted=1
+    cur=${cur:1}
+  fi
   COMPREPLY=()
   _qwen_recipe_replies
+  [[ -n $quoted ]] && return
   if [[ -n $eq ]]; then
     for k in "${!COMPREPLY[@]}"; do COMPREPLY[k]=$eq${COMPREPLY[k]}; done
   fi

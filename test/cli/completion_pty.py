@@ -31,6 +31,12 @@ CASES = [
     ("qwen-recipe build qwen35_397b --gpu gb300 --pipeline=precision{p=bf16},benchmark-c\t",
      "qwen-recipe build qwen35_397b --gpu gb300 --pipeline=precision{p=bf16},benchmark-common"),
     ("qwen-recipe build qwen35_397b --gpu=gb3\t", "qwen-recipe build qwen35_397b --gpu=gb300 "),
+    # In quotes, readline closes the quote after the one match.
+    ("qwen-recipe build x --pipeline 'precision{p=bf16},qwen35-vl-com\t",
+     "qwen-recipe build x --pipeline 'precision{p=bf16},qwen35-vl-common'"),
+    ("qwen-recipe build x --pipeline='benchmark-common,qwen35-vl-p\t",
+     "qwen-recipe build x --pipeline='benchmark-common,qwen35-vl-post"),
+    ('qwen-recipe validate "qwen35_397b@gb300:fp8\t', 'qwen-recipe validate "qwen35_397b@gb300:fp8'),
     ("qwen-recipe build x --precision fp8m\t", "qwen-recipe build x --precision fp8mx "),
     ("qwen-recipe validate x --str\t", "qwen-recipe validate x --strict "),
     ("qwen-recipe validate x --format j\t", "qwen-recipe validate x --format json "),
