@@ -5,10 +5,12 @@
 // runtime_config_update() and validate() run them, and read the config as validate() sees it:
 // after MixedPrecisionConfig.setup() and CommOverlapConfig.setup() have copied their fields onto
 // the model, optimizer and DDP configs. docs/validate.md lists them and the ones left out.
+#include "config/suggest.h"
 #include "validate/check_kit.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace qr::check_kit {
@@ -70,6 +72,146 @@ const Value* comm_overlap_value(const Config& c, const std::string& section,
   return nullptr;
 }
 
+// Megatron-Bridge's named mixed-precision recipes (training/mixed_precision.py), for a
+// `mixed_precision` given as a name: the fields each sets over MixedPrecisionConfig's defaults.
+struct NamedPrecision {
+  const char* name;
+  const char* base; // a recipe it starts from, or ""
+  std::vector<std::pair<const char*, Value>> fields;
+};
+
+const std::vector<NamedPrecision>& named_precisions() {
+  const auto dt = [](const char* torch) { return Schema::dtype_value(torch); };
+  static const std::vector<NamedPrecision> all{
+      {"bf16_mixed",
+       "",
+       {{"bf16", true},
+        {"params_dtype", dt("torch.bfloat16")},
+        {"pipeline_dtype", dt("torch.bfloat16")},
+        {"grad_reduce_in_fp32", true}}},
+      {"fp16_mixed",
+       "",
+       {{"fp16", true},
+        {"params_dtype", dt("torch.float16")},
+        {"pipeline_dtype", dt("torch.float16")},
+        {"grad_reduce_in_fp32", false}}},
+      {"bf16_with_fp8_delayed_scaling_mixed",
+       "bf16_mixed",
+       {{"fp8", "hybrid"},
+        {"fp8_recipe", "delayed"},
+        {"fp8_margin", 0},
+        {"fp8_amax_history_len", 1024},
+        {"fp8_amax_compute_algo", "max"},
+        {"fp8_param_gather", true}}},
+      {"fp16_with_fp8_delayed_scaling_mixed",
+       "fp16_mixed",
+       {{"fp8", "hybrid"},
+        {"fp8_recipe", "delayed"},
+        {"fp8_margin", 0},
+        {"fp8_amax_history_len", 1024},
+        {"fp8_amax_compute_algo", "max"},
+        {"fp8_param_gather", true}}},
+      {"bf16_with_mxfp8_mixed",
+       "bf16_mixed",
+       {{"fp8", "e4m3"},
+        {"fp8_recipe", "mxfp8"},
+        {"fp8_param_gather", true},
+        {"reuse_grad_buf_for_mxfp8_param_ag", true}}},
+      {"fp16_with_mxfp8_mixed",
+       "fp16_mixed",
+       {{"fp8", "e4m3"},
+        {"fp8_recipe", "mxfp8"},
+        {"fp8_param_gather", true},
+        {"reuse_grad_buf_for_mxfp8_param_ag", true}}},
+      {"bf16_with_fp8_current_scaling_mixed",
+       "bf16_mixed",
+       {{"fp8", "hybrid"},
+        {"fp8_recipe", "tensorwise"},
+        {"first_last_layers_bf16", true},
+        {"num_layers_at_start_in_bf16", 1},
+        {"num_layers_at_end_in_bf16", 1},
+        {"fp8_param_gather", true}}},
+      {"nemotron_h_bf16_with_fp8_current_scaling_mixed",
+       "bf16_mixed",
+       {{"fp8", "hybrid"},
+        {"fp8_recipe", "tensorwise"},
+        {"first_last_layers_bf16", true},
+        {"num_layers_at_start_in_bf16", 2},
+        {"num_layers_at_end_in_bf16", 2},
+        {"fp8_param_gather", true}}},
+      {"nanov2_bf16_with_fp8_current_scaling_mixed",
+       "bf16_mixed",
+       {{"fp8", "hybrid"},
+        {"fp8_recipe", "blockwise"},
+        {"first_last_layers_bf16", true},
+        {"num_layers_at_start_in_bf16", 2},
+        {"num_layers_at_end_in_bf16", 2},
+        {"fp8_param_gather", true}}},
+      {"fp16_with_fp8_current_scaling_mixed",
+       "fp16_mixed",
+       {{"fp8", "hybrid"},
+        {"fp8_recipe", "tensorwise"},
+        {"first_last_layers_bf16", true},
+        {"num_layers_at_start_in_bf16", 1},
+        {"num_layers_at_end_in_bf16", 1},
+        {"fp8_param_gather", true}}},
+      {"bf16_with_fp8_subchannel_scaling_mixed",
+       "bf16_mixed",
+       {{"fp8", "hybrid"}, {"fp8_recipe", "blockwise"}, {"fp8_param_gather", false}}},
+      {"fp16_with_fp8_subchannel_scaling_mixed",
+       "fp16_mixed",
+       {{"fp8", "hybrid"}, {"fp8_recipe", "blockwise"}, {"fp8_param_gather", false}}},
+      {"bf16_with_nvfp4_mixed",
+       "bf16_mixed",
+       {{"fp8", Value()},
+        {"fp4", "e2m1"},
+        {"fp4_recipe", "nvfp4"},
+        {"fp8_param_gather", false},
+        {"fp4_param_gather", true}}},
+      {"nemotron_3_super_bf16_with_nvfp4_mixed",
+       "bf16_with_nvfp4_mixed",
+       {{"first_last_layers_bf16", true}, {"num_layers_at_end_in_bf16", 14}}},
+  };
+  return all;
+}
+
+const NamedPrecision* find_named_precision(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_'); // get_mixed_precision_config takes both
+  for (const NamedPrecision& n : named_precisions())
+    if (name == n.name)
+      return &n;
+  return nullptr;
+}
+
+// The MixedPrecisionConfig a named recipe builds, as a section (null for an unknown name).
+const Value* named_precision_section(const Config& c, const std::string& name) {
+  static std::map<std::string, Value> built;
+  const std::string key = name + "@" + c.profile();
+  if (auto it = built.find(key); it != built.end())
+    return &it->second;
+  const NamedPrecision* n = find_named_precision(name);
+  const ClassSpec* cls =
+      c.schema().class_by_target("megatron.bridge.training.mixed_precision.MixedPrecisionConfig");
+  if (n == nullptr || cls == nullptr)
+    return nullptr;
+  Value section = c.schema().instantiate(*cls, c.profile());
+  std::vector<const NamedPrecision*> chain{n};
+  while (chain.back()->base[0] != '\0')
+    chain.push_back(find_named_precision(chain.back()->base));
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    for (const auto& [field, value] : (*it)->fields)
+      section.as_map().set(field, value);
+  return &built.emplace(key, std::move(section)).first->second;
+}
+
+// The mixed_precision section validate() applies: the config's own, or the one its name builds.
+const Value* mixed_precision_section(const Config& c) {
+  const Value* v = c.find("mixed_precision");
+  if (v != nullptr && v->is_str())
+    return named_precision_section(c, v->as_str());
+  return v != nullptr && v->is_map() ? v : nullptr;
+}
+
 // The value at `path` as Megatron-Bridge's validate() sees it. runtime_config_update() first runs
 // MixedPrecisionConfig.setup(), which copies every MixedPrecisionConfig field onto the model,
 // optimizer and DDP configs that have it (fp8_param/fp4_param defaulting to the *_param_gather
@@ -78,19 +220,24 @@ const Value* comm_overlap_value(const Config& c, const std::string& section,
 const Value* seen(const Config& c, std::string_view path) {
   const Value* own = c.find(path);
   const std::size_t dot = path.find('.');
-  if (own == nullptr || dot == std::string_view::npos)
+  if (dot == std::string_view::npos)
     return own;
   const std::string section(path.substr(0, dot));
   const std::string field(path.substr(dot + 1));
+  const Value* precision = mixed_precision_section(c);
+  if (section == "mixed_precision")
+    return precision != nullptr ? precision->as_map().find(field) : own;
+  if (own == nullptr)
+    return own;
   if (const Value* overlap = comm_overlap_value(c, section, field))
     return overlap;
-  if ((section == "model" || section == "optimizer" || section == "ddp") &&
-      section_present(c, "mixed_precision") && field != "_target_") {
-    const Value* mp = c.find("mixed_precision." + field);
+  if ((section == "model" || section == "optimizer" || section == "ddp") && precision != nullptr &&
+      field != "_target_") {
+    const Value* mp = precision->as_map().find(field);
     if (mp == nullptr)
       return own;
     if ((field == "fp8_param" || field == "fp4_param") && mp->is_null())
-      if (const Value* gather = c.find("mixed_precision." + field + "_gather"))
+      if (const Value* gather = precision->as_map().find(field + "_gather"))
         return gather;
     return mp;
   }
@@ -196,8 +343,26 @@ struct Problems {
 
 // --- runtime_config_update: MixedPrecisionConfig.finalize -----------------------------------
 
+Outcome mixed_precision_name(const Ctx& x) {
+  const Value* v = x.config.find("mixed_precision");
+  if (v == nullptr || !v->is_str())
+    return not_applicable();
+  Problems p{"Megatron-Bridge training/mixed_precision.py get_mixed_precision_config"};
+  if (find_named_precision(v->as_str()) == nullptr) {
+    std::vector<std::string> names;
+    for (const NamedPrecision& n : named_precisions())
+      names.push_back(n.name);
+    std::string list;
+    for (const std::string& n : names)
+      list += (list.empty() ? "" : ", ") + n;
+    p.add("mixed_precision='" + v->as_str() + "' is no mixed-precision recipe" +
+          did_you_mean(v->as_str(), names) + "; recipes: " + list);
+  }
+  return p.out;
+}
+
 Outcome mixed_precision_fp4_fp8(const Ctx& x) {
-  if (!section_present(x.config, "mixed_precision"))
+  if (mixed_precision_section(x.config) == nullptr)
     return not_applicable();
   Problems p{kMixed};
   if (on(x.config, "mixed_precision.fp4") && on(x.config, "mixed_precision.fp8"))
@@ -1035,7 +1200,7 @@ Outcome fsdp_settings(const Ctx& x) {
 
 Outcome mxfp8_param_gather(const Ctx& x) {
   const Config& c = x.config;
-  if (!section_present(c, "mixed_precision") || on(c, "dist.use_megatron_fsdp") ||
+  if (mixed_precision_section(c) == nullptr || on(c, "dist.use_megatron_fsdp") ||
       on(c, "ddp.use_megatron_fsdp"))
     return not_applicable();
   Problems p{"Megatron-Bridge training/config.py ConfigContainer.validate"};
@@ -1286,6 +1451,10 @@ Outcome seq_length_match(const Ctx& x) {
 
 const std::vector<CheckEntry>& finalize_checks() {
   static const std::vector<CheckEntry> all{
+      {{"mixed-precision-name",
+        "a mixed_precision given by name is one of Megatron-Bridge's recipes",
+        "Megatron-Bridge training/mixed_precision.py get_mixed_precision_config"},
+       mixed_precision_name},
       {{"mixed-precision-fp4-xor-fp8", "mixed_precision never turns on fp4 and fp8 together",
         kMixed},
        mixed_precision_fp4_fp8},

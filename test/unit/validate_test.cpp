@@ -499,6 +499,14 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
       {"mixed-precision-fp4-xor-fp8",
        {"mixed_precision.fp4=nvfp4", "mixed_precision.fp8=hybrid"},
        "mixed_precision.fp4=nvfp4 and mixed_precision.fp8=hybrid cannot be used together"},
+      {"mixed-precision-name",
+       {"mixed_precision=bf16_mixd"},
+       "mixed_precision='bf16_mixd' is no mixed-precision recipe (did you mean 'bf16_mixed'?)"},
+      // A named recipe is built, then copied onto the optimizer, as upstream.
+      {"optimizer-settings",
+       {"mixed_precision=bf16_with_mxfp8_mixed",
+        "comm_overlap.overlap_param_gather_with_optimizer_step=true"},
+       "not supported with reuse_grad_buf_for_mxfp8_param_ag"},
       {"num-epochs-needs-sft-dataset",
        {"train.num_epochs=1.0"},
        "needs a finite GPTSFTDatasetConfig"},
@@ -714,6 +722,8 @@ TEST_CASE("validate: the ported checks see the config after mixed precision and 
            {"model.fp16=true"},
            {"optimizer.fp16=true"},
            {"model.overlap_moe_expert_parallel_comm=true", "model.moe_shared_expert_overlap=true"},
+           // bf16-mixed makes the model bf16.
+           {"mixed_precision=bf16-mixed", "comm_overlap.overlap_moe_expert_parallel_comm=true"},
            // comm_overlap sets the model's deferral off.
            {"model.defer_embedding_wgrad_compute=true"}}) {
     CAPTURE(accepted);
