@@ -372,6 +372,41 @@ Outcome mixed_precision_fp4_fp8(const Ctx& x) {
   return p.out;
 }
 
+// --- runtime_config_update: CommOverlapConfig.setup -----------------------------------------
+
+Outcome comm_overlap_setup(const Ctx& x) {
+  const Config& c = x.config;
+  if (!section_present(c, "comm_overlap"))
+    return not_applicable();
+  Problems p{
+      "Megatron-Bridge training/comm_overlap.py CommOverlapConfig._get_model_comm_overlap_cfgs"};
+  // The rules Megatron-Core repeats are moe-a2a-overlap's; these two are Megatron-Bridge's own.
+  if (on(c, "comm_overlap.overlap_moe_expert_parallel_comm") &&
+      integer(c, "model.num_moe_experts").value_or(0) <= 1)
+    p.add("comm_overlap.overlap_moe_expert_parallel_comm=true needs more than one expert, but " +
+          shown(c, "model.num_moe_experts"));
+  if (on(c, "comm_overlap.delay_wgrad_compute")) {
+    const Value* modules = c.find("model.cuda_graph_modules");
+    const Value* scope = c.find("model.cuda_graph_scope");
+    auto graphed = [&](const char* m) {
+      return names_in(modules).count(m) > 0 || names_in(scope).count(m) > 0;
+    };
+    const bool attn = graphed("attn");
+    const bool router_with_shared = graphed("moe_router") &&
+                                    set(c, "model.moe_shared_expert_intermediate_size") &&
+                                    !on(c, "model.moe_shared_expert_overlap");
+    if ((attn || router_with_shared) && !on(c, "model.gradient_accumulation_fusion"))
+      p.add("comm_overlap.delay_wgrad_compute=true with CUDA graphs of " +
+            std::string(attn ? "attn" : "moe_router (with shared experts)") +
+            " needs model.gradient_accumulation_fusion=true (graphs need static gradient "
+            "buffers)");
+    if (attn && (on(c, "model.add_bias_linear") || on(c, "model.add_qkv_bias")))
+      p.add("comm_overlap.delay_wgrad_compute=true with an attn CUDA graph does not work with "
+            "attention bias (model.add_bias_linear, model.add_qkv_bias)");
+  }
+  return p.out;
+}
+
 // --- ConfigContainer.validate, before the finalize() calls ------------------------------------
 
 Outcome num_epochs_dataset(const Ctx& x) {
@@ -1458,6 +1493,11 @@ const std::vector<CheckEntry>& finalize_checks() {
       {{"mixed-precision-fp4-xor-fp8", "mixed_precision never turns on fp4 and fp8 together",
         kMixed},
        mixed_precision_fp4_fp8},
+      {{"comm-overlap-moe",
+        "EP all-to-all overlap has several experts; delayed wgrad under attention or router "
+        "graphs has gradient accumulation fusion and no attention bias",
+        "Megatron-Bridge training/comm_overlap.py CommOverlapConfig._get_model_comm_overlap_cfgs"},
+       comm_overlap_setup},
       {{"num-epochs-needs-sft-dataset",
         "train.num_epochs only with a finite GPTSFTDatasetConfig and dataloader_type batch",
         "Megatron-Bridge training/config.py ConfigContainer.validate"},

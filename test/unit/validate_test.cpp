@@ -46,8 +46,8 @@ TEST_CASE("validate: a shipped recipe passes with its own world size") {
   o.world_size = 8;
   const ValidationReport rep = validate_config(r.config, o);
   CHECK(rep.count(Finding::Level::Error) == 0);
-  // 16 invariants, 7 parallelism checks and 27 ported finalize checks that apply to this model.
-  CHECK(rep.checks == 50);
+  // 16 invariants, 7 parallelism checks and 28 ported finalize checks that apply to this model.
+  CHECK(rep.checks == 51);
   CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
 }
 
@@ -454,7 +454,7 @@ TEST_CASE("validate: without a world size the report names the skipped checks") 
                                    "--num-gpus N)\n"));
   CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 4 skipped (world-size-divisible, "
                                    "expert-parallel-fits, global-batch-divisible, "
-                                   "eval-batch-divisible); 46 checks ran\n"));
+                                   "eval-batch-divisible); 47 checks ran\n"));
 }
 
 TEST_CASE("validate --format json: the documented keys, in order") {
@@ -507,6 +507,11 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
        {"mixed_precision=bf16_with_mxfp8_mixed",
         "comm_overlap.overlap_param_gather_with_optimizer_step=true"},
        "not supported with reuse_grad_buf_for_mxfp8_param_ag"},
+      {"comm-overlap-moe",
+       {"comm_overlap.delay_wgrad_compute=true",
+        "comm_overlap.overlap_moe_expert_parallel_comm=true", "model.cuda_graph_modules=[attn]",
+        "model.cuda_graph_impl=transformer_engine"},
+       "needs model.gradient_accumulation_fusion=true"},
       {"num-epochs-needs-sft-dataset",
        {"train.num_epochs=1.0"},
        "needs a finite GPTSFTDatasetConfig"},
