@@ -289,8 +289,9 @@ std::string text(const Config& c, std::string_view path) {
   return v != nullptr && v->is_str() ? v->as_str() : std::string();
 }
 
-// A torch dtype field's name ("torch.float32"), or "".
-std::string dtype(const Config& c, std::string_view path) {
+// The `_target_` of a class-valued field: a torch dtype ("torch.float32") or a function
+// ("torch.nn.functional.silu"); "" when the field holds none.
+std::string target_of(const Config& c, std::string_view path) {
   const Value* v = seen(c, path);
   return v != nullptr && v->is_map() ? std::string(v->target()) : std::string();
 }
@@ -500,7 +501,7 @@ Outcome optimizer_finalize(const Ctx& x) {
   } else {
     for (const char* f : {"optimizer.main_grads_dtype", "optimizer.main_params_dtype",
                           "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype"}) {
-      const std::string d = dtype(c, f);
+      const std::string d = target_of(c, f);
       if (!d.empty() && d != "torch.float32")
         p.add(std::string(f) + " is " + d +
               "; only torch.float32 without optimizer.use_precision_aware_optimizer=true");
@@ -885,7 +886,7 @@ Outcome activation_offload_modules(const Ctx& x) {
 
 // The activation a `_target_` function names: silu, gelu, relu, quick_gelu or other.
 std::string activation(const Config& c) {
-  const std::string t = dtype(c, "model.activation_func");
+  const std::string t = target_of(c, "model.activation_func");
   if (t == "torch.nn.functional.silu" || t == "torch.nn.functional.gelu" ||
       t == "torch.nn.functional.relu")
     return t.substr(t.rfind('.') + 1);
@@ -906,7 +907,7 @@ Outcome activation_settings(const Ctx& x) {
     if (act != "gelu" && act != "silu" && act != "quick_gelu")
       p.add("model.bias_activation_fusion=true needs a gelu, silu or quick_gelu activation, but "
             "model.activation_func is " +
-            dtype(c, "model.activation_func"));
+            target_of(c, "model.activation_func"));
     if (act == "gelu" && !glu && !on(c, "model.add_bias_linear"))
       p.add("model.bias_activation_fusion=true with gelu and no gated linear unit needs "
             "model.add_bias_linear=true");
