@@ -49,6 +49,7 @@ struct Config {
   std::vector<std::string> modes = all_modes();
   std::vector<int> seq_lens; // each shape at each of these T
   int warmup = 3, iters = 20;
+  int peers_budget = 0; // seconds the peers' first calls may take; 0: no limit
   bool check_only = false, l2norm = true, states = false;
   double tol = 2e-2;
   uint64_t seed = 1;
@@ -89,6 +90,8 @@ and eager runs with the L2 flushed before each), measures their memory, and reco
   --json FILE              also write the results as JSON
   --plot FILE.png|FILE.svg bars per backend and shape for fwd and fwdbwd (matplotlib, through the
                            driver)
+  --peers-budget S         seconds the peers' imports and first calls (compiling, autotuning)
+                           may take before the driver stops them (default 0: no limit)
   --python EXE             the Python that runs the driver (default python3)
   --peers-driver FILE      the driver (default: kernels/bench/peers/gdn_peers.py of this source tree)
   --op gdn|conv            what to bench: the GDN backends (default) or the short convolution
@@ -211,6 +214,10 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       }
       if (cfg.modes.empty())
         return "--mode needs a value";
+    } else if (a == "--peers-budget") {
+      if (!value(v) || !parse_int(v, 0, 1 << 30, n))
+        return "--peers-budget needs a non-negative number of seconds";
+      cfg.peers_budget = int(n);
     } else if (a == "--warmup" || a == "--iters" || a == "--seed") {
       if (!value(v) || !parse_int(v, a == "--iters" ? 1 : 0, 1 << 30, n))
         return a + (a == "--iters" ? " needs a positive integer" : " needs a non-negative integer");
@@ -711,7 +718,8 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     if (!mode_arg.empty())
       argv.insert(argv.end(), {"--modes", mode_arg});
     argv.insert(argv.end(), {"--warmup", std::to_string(cfg.warmup), "--iters",
-                             std::to_string(cfg.check_only ? 1 : cfg.iters)});
+                             std::to_string(cfg.check_only ? 1 : cfg.iters), "--prepare-timeout",
+                             std::to_string(cfg.peers_budget)});
     bool any_inputs = false;
     for (const std::string& d : input_dirs)
       if (!d.empty()) {
@@ -772,6 +780,12 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
           bool pass = e.empty();
           if (!e.empty())
             checks.push_back({b + " @ " + label, e, {}, false});
+          // Every output and gradient a peer computes must come back (dh0 only with a state).
+          for (const char* need : {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"})
+            if (e.empty() && !got.count(need) && (cfg.states || std::string(need) != "dh0")) {
+              checks.push_back({b + " @ " + label, std::string(need) + " (missing)", {}, false});
+              pass = false;
+            }
           for (const auto& [name, data] : got) {
             auto it = refs[si].find(name);
             if (it == refs[si].end())

@@ -113,6 +113,8 @@ def main():
          "'0' is not a positive integer", "--iters 0"),
         (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--warmup", "-1"],
          "'-1' is not a non-negative integer", "--warmup -1"),
+        (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--prepare-timeout", "soon"],
+         "'soon' is not a non-negative integer", "--prepare-timeout soon"),
         (["gdn", "--out", WORK + "/o1"], "--inputs", "missing --inputs"),
         (["gdn", "--inputs", WORK + "/nowhere", "--out", WORK + "/o1"],
          "cannot read inputs.json", "missing inputs folder"),

@@ -9,9 +9,12 @@ measures its memory, writes its outputs and gradients back for gdn-bench to comp
 
     gdn_peers.py gdn --inputs DIR [--inputs DIR ...] --out DIR [--backend fla,flash_qla,...]
                      [--modes fwd,fwd-train,bwd,fwdbwd] [--warmup N] [--iters N]
+                     [--prepare-timeout S]
     gdn_peers.py plot --json GDN_BENCH_JSON --out FILE.png|FILE.svg
 
-Backends (each runs in its own process, so that their packages cannot see each other):
+Backends (each backend and shape runs in a process of its own, so that the packages cannot see
+each other and the first calls, which compile and autotune, run side by side; the timed runs
+then have the GPU to themselves, one process at a time):
   fla                 FLA's Triton chunk_gated_delta_rule, pinned to Triton: FLA_FLASH_QLA=0 and
                       `tilelang` / `flash_qla` refused at import (FLA 0.6 would otherwise dispatch
                       to FlashQLA, or to a TileLang kernel for one backward stage); the kernels
@@ -74,6 +77,20 @@ def missing_reason(backend):
         if importlib.util.find_spec(module) is None:
             return f"not installed: {hint} (no module '{module}')"
     return None
+
+
+def prebuilt_dlpack_addon():
+    """Whether torch-c-dlpack-ext ships a library for the installed torch (major.minor)."""
+    spec = importlib.util.find_spec("torch_c_dlpack_ext")
+    try:
+        major, minor = importlib.metadata.version("torch").split(".")[:2]
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    folder = list(spec.submodule_search_locations)[0]
+    return any(f.startswith(f"libtorch_c_dlpack_addon_torch{major}{minor}-")
+               for f in os.listdir(folder))
 
 
 def atomic_write(path, text):
@@ -231,7 +248,7 @@ class Heartbeat:
 
     def run(self):
         while not self.stop.wait(self.every):
-            log(f"{self.what}: still compiling / autotuning ({time.time() - self.t0:.0f} s)")
+            log(f"{self.what}: still busy ({time.time() - self.t0:.0f} s)")
 
     def __enter__(self):
         self.thread.start()
@@ -254,7 +271,11 @@ def worker(args):
     cc = torch.cuda.get_device_capability()
     result = {"backend": args.backend, "shapes": []}
     try:
-        call, note = make_backend(args.backend, cc)
+        log(f"{args.backend}: importing")
+        with Heartbeat(f"{args.backend}: importing"):
+            call, note = make_backend(args.backend, cc)
+        if os.environ.get("QR_PEERS_NOTE"):
+            note += "; " + os.environ["QR_PEERS_NOTE"]
     except Exception as e:  # the library's own reason, verbatim
         result["error"] = f"{type(e).__name__}: {e}"
         atomic_write(args.result, json.dumps(result))
@@ -272,7 +293,7 @@ def worker(args):
             p = Problem(call, ins, m["scale"], m["l2norm"])
             t0 = time.time()
             log(f"{args.backend} {name}: first calls (compile / autotune)")
-            with Heartbeat(f"{args.backend} {name}"):
+            with Heartbeat(f"{args.backend} {name}: compiling / autotuning"):
                 p.first_calls()
             entry["first_call_s"] = round(time.time() - t0, 1)
             log(f"{args.backend} {name}: first calls took {entry['first_call_s']} s")
@@ -286,23 +307,32 @@ def worker(args):
         return 1
     for entry, p, folder in problems:
         name = entry["shape"]["name"]
-        try:
-            log(f"{args.backend} {name}: outputs, memory, kernels")
-            stem = os.path.join(args.out, f"{args.backend}-{os.path.basename(folder)}")
-            write_tensors(stem, entry["shape"], p.outputs())
+
+        def attempt(what, fn):  # a step that fails loses only itself; the row says which
+            try:
+                return fn()
+            except Exception as e:
+                text = f"{what}: {type(e).__name__}: {e}".strip()
+                entry.setdefault("step_errors", []).append(text)
+                log(f"{args.backend} {name}: {text}")
+                return None
+
+        log(f"{args.backend} {name}: outputs, memory, kernels")
+        stem = os.path.join(args.out, f"{args.backend}-{os.path.basename(folder)}")
+        attempt("outputs", lambda: write_tensors(stem, entry["shape"], p.outputs()))
+        if os.path.exists(stem + ".json"):
             entry["outputs"] = stem + ".json"
-            entry["memory"] = p.memory()
-            entry["kernels"] = p.kernels()
-            if args.backend == "fla":
-                entry["pinned"] = fla_pinned(entry["kernels"])
-            entry["times"] = {}
-            for mode in args.modes:
-                log(f"{args.backend} {name}: timing {mode}")
-                entry["times"][mode] = p.time(mode, args.warmup, args.iters)
-        except Exception as e:
-            entry["error"] = f"{type(e).__name__}: {e}".strip()
-            log(f"{args.backend} {name}: {entry['error']}")
-        del p
+        entry["memory"] = attempt("memory", p.memory)
+        entry["kernels"] = attempt("kernels", p.kernels) or []
+        if args.backend == "fla":
+            entry["pinned"] = attempt("kernel check", lambda: fla_pinned(entry["kernels"]))
+        entry["times"] = {}
+        for mode in args.modes:
+            log(f"{args.backend} {name}: timing {mode}")
+            t = attempt(f"timing {mode}", lambda: p.time(mode, args.warmup, args.iters))
+            if t:
+                entry["times"][mode] = t
+        p.clear()
         torch.cuda.empty_cache()
     atomic_write(args.result, json.dumps(result))
     return 0
@@ -376,7 +406,7 @@ class Problem:
         names = ["dq", "dk", "dv", "dg", "dbeta"] + (["dh0"] if self.h0 is not None else [])
         out = [("o", o), ("ht", ht)] + [(n, t.grad) for n, t in zip(names, self.leaves)]
         self.clear()
-        return out
+        return [(n, t) for n, t in out if t is not None]  # a missing one fails gdn-bench's check
 
     def memory(self):
         """Bytes kept from a training forward for the backward (allocated after it, less the
@@ -507,11 +537,19 @@ def gdn(args):
                       "reason": reason, "versions": vers} for m in manifests]
             continue
         env = dict(os.environ)
+        env.pop("QR_PEERS_NOTE", None)
         if backend == "fla":
             env["FLA_FLASH_QLA"] = "0"
-        # FlashQLA compiles per shape on the CPU: one process per shape compiles them side by
-        # side. FLA autotunes on the GPU, so its shapes go one after another in one process.
-        groups = [[d] for d in args.inputs] if backend == "flash_qla" else [list(args.inputs)]
+        if backend == "flash_qla" and "TVM_FFI_DISABLE_TORCH_C_DLPACK" not in env and \
+                not prebuilt_dlpack_addon():
+            # tvm-ffi (TileLang's runtime) would JIT-compile its torch DLPack addon against
+            # libtorch at import, minutes of C++; without it tensors cross by plain DLPack.
+            env["TVM_FFI_DISABLE_TORCH_C_DLPACK"] = "1"
+            env["QR_PEERS_NOTE"] = ("TVM_FFI_DISABLE_TORCH_C_DLPACK=1 (torch-c-dlpack-ext has no "
+                                    "prebuilt addon for this torch)")
+        # One process per shape: the first calls (TileLang's compiles, FLA's Triton autotuning)
+        # run side by side; the timed runs then take the GPU one process at a time.
+        groups = [[d] for d in args.inputs]
         for i, group in enumerate(groups):
             result = os.path.join(args.out, f"{backend}-{i}.result.json")
             cmd = [sys.executable, os.path.abspath(__file__), "worker", "--backend", backend,
@@ -523,13 +561,25 @@ def gdn(args):
                                     text=True)
             workers.append({"backend": backend, "proc": proc, "result": result, "versions": vers,
                             "group": group})
-    # All workers compile at once; then each gets the GPU to itself in turn.
-    for w in workers:
-        w["prepared"] = False
+    # All workers compile at once; then each gets the GPU to itself in turn. One that is not
+    # ready by --prepare-timeout is stopped, and its rows say so.
+    def wait_prepared(w):
         for line in w["proc"].stdout:
             if line.strip() == "prepared":
-                w["prepared"] = True
-                break
+                w["ready"].set()
+                return
+    for w in workers:
+        w["ready"] = threading.Event()
+        threading.Thread(target=wait_prepared, args=(w,), daemon=True).start()
+    deadline = time.time() + args.prepare_timeout if args.prepare_timeout else None
+    for w in workers:
+        w["prepared"] = w["ready"].wait(None if deadline is None else
+                                        max(0.0, deadline - time.time()))
+        if not w["prepared"] and w["proc"].poll() is None:
+            w["proc"].kill()
+            w["late"] = (f"not ready after --prepare-timeout {args.prepare_timeout} s (still "
+                         "importing, compiling or autotuning); stopped, not timed")
+            log(f"{w['backend']}: {w['late']}")
     for w in workers:
         if w["prepared"]:
             try:
@@ -555,8 +605,8 @@ def worker_rows(w, manifests, inputs):
         with open(w["result"]) as f:
             res = json.load(f)
     except (OSError, ValueError):
-        res = {"error": f"worker exited with code {w['proc'].returncode} before writing results "
-                        "(its stderr is above)"}
+        res = {"error": w.get("late") or f"worker exited with code {w['proc'].returncode} before "
+                                          "writing results (its stderr is above)"}
     rows = []
     shapes = {e["input"]: e for e in res.get("shapes", [])}
     for folder in w["group"]:
@@ -567,9 +617,12 @@ def worker_rows(w, manifests, inputs):
         if err:
             row.update(status="error", reason=err)
         else:
-            row.update(status="ok", runs=res.get("runs", ""))
+            runs = res.get("runs", "")
+            if e.get("step_errors"):
+                runs += "; failed steps: " + " | ".join(e["step_errors"])
+            row.update(status="ok", runs=runs)
             for key in ("first_call_s", "outputs", "memory", "kernels", "pinned", "times"):
-                if key in e:
+                if e.get(key) is not None:
                     row[key] = e[key]
         rows.append(row)
     return rows
@@ -715,6 +768,8 @@ def main(argv=None):
         if name == "gdn":
             p.add_argument("--backend", type=csv_choice(BACKENDS, "backend"),
                            default=list(BACKENDS))
+            p.add_argument("--prepare-timeout", type=non_negative, default=0,
+                           help="seconds the first calls may take, 0 for no limit")
         else:
             p.add_argument("--backend", choices=BACKENDS, required=True)
             p.add_argument("--result", required=True)

@@ -1,14 +1,14 @@
 #!/bin/bash
 # gdn-bench with every backend on a GPU machine without a network (docs/gdn-bench.md, "Peers"):
-# installs the carried peers into /tmp, runs `qwen-recipe gdn-bench --backend all` with the JSON
-# and the plot, then `--backend fused` alone, and prints how far the two runs' fused figures are
+# installs the carried peers into /tmp, runs `qwen-recipe gdn-bench --backend fused` alone, then
+# `--backend all` with the JSON and the plot, and prints how far the two runs' fused figures are
 # apart.
 #
 #   gpu_peers.sh QWEN_RECIPE PEERS_DIR OUT_DIR [gdn-bench arguments...]
 #
 # PEERS_DIR holds FLA's and cuDNN frontend's wheels (*.whl) and flashqla-site.tar.xz (FlashQLA
 # and its TileLang dependencies, unpacked into one folder and packed again). The gdn-bench
-# arguments default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt, bench.json, bench.png,
+# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt, bench.json, bench.png,
 # fused.txt and fused.json.
 set -u
 BIN=$1 PEERS=$2 OUT=$3
@@ -24,12 +24,12 @@ tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
 export PYTHONPATH=/tmp/peers-site:/tmp/peers-qla PYTHONUNBUFFERED=1
 date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+"$BIN" gdn-bench "${ARGS[@]}" --backend fused --json "$OUT/fused.json" >"$OUT/fused.txt" \
+  2>/dev/null
+echo "gdn-bench --backend fused: rc=$?"
 "$BIN" gdn-bench "${ARGS[@]}" --backend all --peers-driver "$DRIVER" \
   --json "$OUT/bench.json" --plot "$OUT/bench.png" >"$OUT/bench.txt"
 echo "gdn-bench --backend all: rc=$?"
-"$BIN" gdn-bench "${ARGS[@]}" --backend fused --peers-driver "$DRIVER" \
-  --json "$OUT/fused.json" >"$OUT/fused.txt" 2>/dev/null
-echo "gdn-bench --backend fused: rc=$?"
 python3 - "$OUT/bench.json" "$OUT/fused.json" <<'EOF'
 import json, sys
 def fused(path):
