@@ -738,6 +738,10 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
                      : "the driver exited with code " + std::to_string(rc) + " (see stderr)";
       else
         why = peers::read_results(work + "/peers/peers.json", rows);
+      if (!why.empty()) { // what the workers left is all there is to go on
+        err << "gdn-bench: the peers driver failed; its files are kept in " << work << "\n";
+        cleanup.dir.clear();
+      }
     } else {
       why = "no inputs were written";
     }

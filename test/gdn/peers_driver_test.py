@@ -189,6 +189,40 @@ def main():
               f"stub torch: {r['backend']}: the shape of its inputs")
     check(f"{rows[0]['backend']}: not installed" in err, "stub torch: the reason on stderr too")
 
+    # A backend whose import fails: its worker reports the exception and exits before its turn;
+    # the driver still writes every row (a worker gone early once ended the driver).
+    broken = os.path.join(WORK, "broken")
+    os.makedirs(os.path.join(broken, "torch"))
+    os.makedirs(os.path.join(broken, "fla"))
+    with open(os.path.join(broken, "torch", "__init__.py"), "w") as f:
+        f.write("def device(name):\n    return name\n\n"
+                "class cuda:\n    @staticmethod\n    def get_device_capability():\n"
+                "        return (9, 0)\n")
+    with open(os.path.join(broken, "fla", "__init__.py"), "w") as f:
+        f.write("raise RuntimeError('stub fla: broken install')\n")
+    # cudnn fails a second later, so the fla workers are long gone when their turn comes.
+    os.makedirs(os.path.join(broken, "cudnn"))
+    with open(os.path.join(broken, "cudnn", "__init__.py"), "w") as f:
+        f.write("import time\ntime.sleep(1.5)\nraise RuntimeError('stub cudnn: broken install')\n")
+    out = os.path.join(WORK, "broken-out")
+    rc, _, err = run(["gdn", "--inputs", inputs, "--inputs", second, "--out", out,
+                      "--backend", "fla,transformer_engine"], {"PYTHONPATH": broken})
+    check(rc == 0, f"broken fla: rc {rc}: {err}")
+    try:
+        with open(os.path.join(out, "peers.json")) as f:
+            doc = json.load(f)
+    except OSError as e:
+        doc = {}
+        check(False, f"broken fla: no peers.json: {e}")
+    if doc:
+        validate_peers(doc, "broken fla")
+        for r in doc["rows"]:
+            stub = "fla" if r["backend"] == "fla" else "cudnn"
+            check(r["status"] == "error" and
+                  r["reason"] == f"RuntimeError: stub {stub}: broken install",
+                  f"broken {stub}: {r['shape']['name']}: {r.get('status')} {r.get('reason')!r}")
+        check(len(doc["rows"]) == 4, "broken fla: one row per backend and shape")
+
     # A malformed peers.json fails the schema check (the check can fail).
     before = len(FAILURES)
     QUIET[0] = True

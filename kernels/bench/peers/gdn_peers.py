@@ -79,20 +79,6 @@ def missing_reason(backend):
     return None
 
 
-def prebuilt_dlpack_addon():
-    """Whether torch-c-dlpack-ext ships a library for the installed torch (major.minor)."""
-    spec = importlib.util.find_spec("torch_c_dlpack_ext")
-    try:
-        major, minor = importlib.metadata.version("torch").split(".")[:2]
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    folder = list(spec.submodule_search_locations)[0]
-    return any(f.startswith(f"libtorch_c_dlpack_addon_torch{major}{minor}-")
-               for f in os.listdir(folder))
-
-
 def atomic_write(path, text):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -274,12 +260,13 @@ def worker(args):
         log(f"{args.backend}: importing")
         with Heartbeat(f"{args.backend}: importing"):
             call, note = make_backend(args.backend, cc)
-        if os.environ.get("QR_PEERS_NOTE"):
-            note += "; " + os.environ["QR_PEERS_NOTE"]
     except Exception as e:  # the library's own reason, verbatim
         result["error"] = f"{type(e).__name__}: {e}"
+        log(f"{args.backend}: {result['error']}")
         atomic_write(args.result, json.dumps(result))
         print("prepared", file=proto, flush=True)
+        return 0
+    if args.import_only:
         return 0
     result["runs"] = note
     problems = []
@@ -537,30 +524,43 @@ def gdn(args):
                       "reason": reason, "versions": vers} for m in manifests]
             continue
         env = dict(os.environ)
-        env.pop("QR_PEERS_NOTE", None)
         if backend == "fla":
             env["FLA_FLASH_QLA"] = "0"
-        if backend == "flash_qla" and "TVM_FFI_DISABLE_TORCH_C_DLPACK" not in env and \
-                not prebuilt_dlpack_addon():
-            # tvm-ffi (TileLang's runtime) would JIT-compile its torch DLPack addon against
-            # libtorch at import, minutes of C++; without it tensors cross by plain DLPack.
-            env["TVM_FFI_DISABLE_TORCH_C_DLPACK"] = "1"
-            env["QR_PEERS_NOTE"] = ("TVM_FFI_DISABLE_TORCH_C_DLPACK=1 (torch-c-dlpack-ext has no "
-                                    "prebuilt addon for this torch)")
         # One process per shape: the first calls (TileLang's compiles, FLA's Triton autotuning)
         # run side by side; the timed runs then take the GPU one process at a time.
-        groups = [[d] for d in args.inputs]
-        for i, group in enumerate(groups):
+        for i, folder in enumerate(args.inputs):
             result = os.path.join(args.out, f"{backend}-{i}.result.json")
             cmd = [sys.executable, os.path.abspath(__file__), "worker", "--backend", backend,
                    "--result", result, "--out", args.out, "--modes", ",".join(args.modes),
-                   "--warmup", str(args.warmup), "--iters", str(args.iters)]
-            for d in group:
-                cmd += ["--inputs", d]
-            proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    text=True)
-            workers.append({"backend": backend, "proc": proc, "result": result, "versions": vers,
-                            "group": group})
+                   "--warmup", str(args.warmup), "--iters", str(args.iters), "--inputs", folder]
+            workers.append({"backend": backend, "cmd": cmd, "env": env, "result": result,
+                            "versions": vers, "group": [folder]})
+    deadline = time.time() + args.prepare_timeout if args.prepare_timeout else None
+    start = lambda w: subprocess.Popen(w["cmd"], env=w["env"], stdin=subprocess.PIPE,  # noqa
+                                       stdout=subprocess.PIPE, text=True)
+    for w in workers:
+        if w["backend"] != "flash_qla":
+            w["proc"] = start(w)
+    if any(w["backend"] == "flash_qla" for w in workers):
+        # Importing TileLang's runtime (tvm-ffi) the first time JIT-compiles its torch DLPack
+        # addon into its cache when torch-c-dlpack-ext has none prebuilt for this torch (minutes
+        # of C++, which TileLang's kernels need): once, here, not racing in every worker.
+        w0 = next(w for w in workers if w["backend"] == "flash_qla")
+        log("flash_qla: importing once first (tvm-ffi may build its torch addon)")
+        with Heartbeat("flash_qla: importing once first"):
+            try:
+                imp = subprocess.run(w0["cmd"][:2] + ["worker", "--backend", "flash_qla",
+                                                      "--import-only"] + w0["cmd"][5:],
+                                     env=w0["env"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL,
+                                     timeout=None if deadline is None else
+                                     max(1.0, deadline - time.time()))
+                log(f"flash_qla: import done (exit code {imp.returncode})")
+            except subprocess.TimeoutExpired:
+                log("flash_qla: import still running at --prepare-timeout")
+        for w in workers:
+            if w["backend"] == "flash_qla":
+                w["proc"] = start(w)
     # All workers compile at once; then each gets the GPU to itself in turn. One that is not
     # ready by --prepare-timeout is stopped, and its rows say so.
     def wait_prepared(w):
@@ -571,7 +571,6 @@ def gdn(args):
     for w in workers:
         w["ready"] = threading.Event()
         threading.Thread(target=wait_prepared, args=(w,), daemon=True).start()
-    deadline = time.time() + args.prepare_timeout if args.prepare_timeout else None
     for w in workers:
         w["prepared"] = w["ready"].wait(None if deadline is None else
                                         max(0.0, deadline - time.time()))
@@ -581,13 +580,13 @@ def gdn(args):
                          "importing, compiling or autotuning); stopped, not timed")
             log(f"{w['backend']}: {w['late']}")
     for w in workers:
-        if w["prepared"]:
-            try:
+        try:  # a worker that already exited (its result says why) must not end the driver
+            if w["prepared"]:
                 w["proc"].stdin.write("go\n")
                 w["proc"].stdin.flush()
-            except BrokenPipeError:
-                pass
-        w["proc"].stdin.close()
+            w["proc"].stdin.close()
+        except OSError:
+            pass
         w["proc"].wait()
         rows += worker_rows(w, manifests, args.inputs)
     order = {b: i for i, b in enumerate(args.backend)}
@@ -647,7 +646,9 @@ def plot(args):
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    rows = [r for r in doc.get("backends", []) if r.get("status") == "ok"]
+    # `reference` is the fp32 oracle, a hundred times slower: not a candidate, left out.
+    rows = [r for r in doc.get("backends", []) if r.get("status") == "ok" and
+            r.get("backend") != "reference"]
     backends = list(dict.fromkeys(r["backend"] for r in rows))
     shapes = list(dict.fromkeys(r["shape"] for r in rows))
     lens = {s: sorted({r["T"] for r in rows if r["shape"] == s}) for s in shapes}
@@ -772,7 +773,8 @@ def main(argv=None):
                            help="seconds the first calls may take, 0 for no limit")
         else:
             p.add_argument("--backend", choices=BACKENDS, required=True)
-            p.add_argument("--result", required=True)
+            p.add_argument("--result")
+            p.add_argument("--import-only", action="store_true")
     p = sub.add_parser("plot", help="plot gdn-bench's --json file")
     p.add_argument("--json", required=True)
     p.add_argument("--out", required=True, help="FILE.png or FILE.svg")
