@@ -703,6 +703,8 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       }
       results.push_back(res);
     }
+    if (peer_list.empty())
+      ref.clear(); // kept only for the peers' check
   }
 
   // The peers: one driver run over every shape's inputs, then their outputs against reference.
