@@ -902,7 +902,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
   out << "\nper backend (graph medians; saved = bytes a training forward keeps for the backward; "
          "peak = a training step's memory beyond its inputs; err = the largest relative L2 error "
          "of any output or gradient against reference)\n";
-  std::snprintf(line, sizeof line, "%-18s %-12s %-13s %9s %9s %9s %8s %9s %9s %9s  %s\n", "backend",
+  std::snprintf(line, sizeof line, "%-18s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  %s\n", "backend",
                 "shape", "status", "fwd ms", "fwdbwd ms",
                 ("x " + cfg.baseline).substr(0, 9).c_str(), "eager fb", "saved MB", "peak MB",
                 "err", "how it ran / why not");
@@ -921,13 +921,19 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         note += "; " + r.pinned;
       if (r.peer)
         note += " [" + versions_text(r) + "]";
-      std::snprintf(line, sizeof line, "%-18s %-12s %-13s %9s %9s %9s %8s %9s %9s %9s  %s\n",
-                    r.backend.c_str(), cfg.shapes[si].name.substr(0, 12).c_str(), r.status.c_str(),
-                    ms_text(r.graph_ms("fwd")).c_str(), ms_text(r.graph_ms("fwdbwd")).c_str(),
+      // The note can be long (versions, kernel names): outside the fixed-size line.
+      std::snprintf(line, sizeof line, "%-18s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  ",
+                    r.backend.c_str(),
+                    (cfg.seq_lens.empty() ? cfg.shapes[si].name.substr(0, 12)
+                                          : cfg.shapes[si].name.substr(0, 11) + " T" +
+                                                std::to_string(cfg.shapes[si].shape.seq_len))
+                        .c_str(),
+                    r.status.c_str(), ms_text(r.graph_ms("fwd")).c_str(),
+                    ms_text(r.graph_ms("fwdbwd")).c_str(),
                     ratio_text(r.graph_ms("fwdbwd"), base ? base->graph_ms("fwdbwd") : -1).c_str(),
                     ms_text(fb ? fb->eager.median : -1).c_str(), mb(r.saved_bytes).c_str(),
-                    mb(r.peak_bytes).c_str(), err_text, one_line(note).c_str());
-      out << line;
+                    mb(r.peak_bytes).c_str(), err_text);
+      out << line << one_line(note) << "\n";
     }
   }
 
