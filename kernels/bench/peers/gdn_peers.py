@@ -442,6 +442,10 @@ class Problem:
             "fwdbwd": (self.fwdbwd, None),
         }[mode]
         out = {"eager": stats(self.eager(run, pre, warmup, iters))}
+        # Drop the eager runs' autograd graph first: its AccumulateGrad nodes belong to the
+        # default stream, and a capture on another stream must not reuse them.
+        ctx.clear()
+        self.clear()
         try:
             out["graph"] = stats(self.graph(run, pre, warmup, iters))
         except Exception as e:
