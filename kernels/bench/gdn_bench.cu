@@ -300,7 +300,7 @@ struct Result {
   std::string status = "ok"; // ok, unavailable, error, failed check
   std::string reason, runs, pinned;
   std::vector<std::pair<std::string, std::string>> versions;
-  size_t kernels = 0;
+  size_t kernels = 0; // CUDA kernels of one training step (a peer's, from torch.profiler)
   std::vector<ModeResult> modes;
   double saved_bytes = -1, peak_bytes = -1, first_call_s = -1;
   double worst_rel_l2 = -1;
@@ -1024,7 +1024,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         j << (v ? ", " : "") << peers::json_string(r.versions[v].first) << ": "
           << peers::json_string(r.versions[v].second);
       j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
-        << ", \"max_rel_l2\": " << r.worst_rel_l2 << ", \"first_call_s\": " << r.first_call_s
+        << ", \"max_rel_l2\": " << r.worst_rel_l2
+        << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
+        << ", \"kernels\": " << r.kernels << ", \"first_call_s\": " << r.first_call_s
         << ", \"times\": {";
       for (size_t m = 0; m < r.modes.size(); ++m) {
         const ModeResult& mr = r.modes[m];
