@@ -2,6 +2,7 @@
 // prints (or writes) the Slurm batch script, torchrun script or JSON that runs it.
 #include "commands.h"
 #include "config/error.h"
+#include "config/script_text.h"
 #include "launch/launch.h"
 
 #include <filesystem>
@@ -15,41 +16,73 @@ struct LaunchCliOptions {
   std::vector<std::string> args; // RECIPE then overrides
   RecipeOptions recipe;
   std::string format = "slurm", output, config;
+  bool force = false, allow_waived = false;
   LaunchOptions launch;
 };
+
+// The config's file name when neither --config nor -o gives one: JOB-NAME.yaml here, so the
+// job name must be one plain file name.
+std::string config_name_from_job(const std::string& job_name) {
+  require_one_line(job_name, "--job-name");
+  if (job_name.find('/') != std::string::npos || job_name == "." || job_name == "..")
+    throw Error("--job-name '" + job_name +
+                "' also names the config file (JOB-NAME.yaml in the current directory), so it "
+                "may not be a path: give --config FILE or -o FILE, or a job name without '/'");
+  return job_name + ".yaml";
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal() ||
+         fs::equivalent(a, b, ec);
+}
 
 int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (o.args.empty())
     throw Error("no recipe given; e.g. qwen-recipe launch qwen35_397b --gpu gb300 --account A "
                 "--partition P");
+  hold_logs(); // as build: after an error, the one line is all there is
   auto compiler = make_compiler(g);
   BuildRequest req;
   req.recipe = o.args.front();
   o.recipe.fill(req);
   req.overrides.assign(o.args.begin() + 1, o.args.end());
   const BuildResult r = compiler->build(req);
-  validate_built(r, validate_options_for(req, r));
+  const ValidateOptions checks = validate_options_for(req, r);
+  validate_built(r, checks);
+  // A waiver keeps upstream parity in build; a launch would only spend the allocation on it.
+  if (const std::vector<std::string> waived = waived_failures(r, checks);
+      !waived.empty() && !o.allow_waived)
+    throw Error(r.recipe->id() + " would stop once the job starts: " + waived.front() +
+                (waived.size() > 1 ? " (and " + std::to_string(waived.size() - 1) + " more)" : "") +
+                "; fix it with overrides, or give --allow-waived to launch it as upstream has it");
 
+  const bool to_stdout = o.output.empty() || o.output == "-";
   // The config goes next to the launch file: job.sbatch -> job.yaml.
   if (o.config.empty())
-    o.config =
-        o.output.empty() || o.output == "-"
-            ? (o.launch.job_name.empty()
-                   ? r.recipe->model->name + "-" + r.recipe->gpu->name + "-" + r.recipe->precision
-                   : o.launch.job_name) +
-                  ".yaml"
-            : std::filesystem::path(o.output).replace_extension(".yaml").string();
-  if (o.config == o.output)
-    throw Error("--config and --output are both " + o.config + "; give them different names");
-  o.launch.config_path = o.config;
+    o.config = to_stdout
+                   ? config_name_from_job(o.launch.job_name.empty()
+                                              ? r.recipe->model->name + "-" + r.recipe->gpu->name +
+                                                    "-" + r.recipe->precision
+                                              : o.launch.job_name)
+                   : std::filesystem::path(o.output).replace_extension(".yaml").string();
+  require_one_line(o.config, "--config");
+  if (!to_stdout) {
+    require_one_line(o.output, "--output");
+    if (same_file(o.config, o.output))
+      throw Error("--config and --output are both " + o.config + "; give them different names");
+  }
+  // The script names the config by its absolute path, so that it finds it wherever it is
+  // submitted from (sbatch runs a copy of the script, from the submitting directory).
+  o.launch.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
   const LaunchPlan plan = plan_launch(r, o.launch);
   const std::string launch = o.format == "slurm"      ? slurm_script(plan, o.launch)
                              : o.format == "torchrun" ? torchrun_script(plan)
                                                       : launch_json(plan, o.launch);
-  write_output(o.config, emit_config(r));
+  write_outputs({{o.config, emit_config(r)}, {o.output, launch}}, o.force);
   spdlog::info("wrote the config to {} ({} nodes x {} GPUs)", o.config, plan.nodes,
                plan.gpus_per_node);
-  write_output(o.output, launch);
   return 0;
 }
 
@@ -68,7 +101,8 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                   "json (the launch config)")
       ->check(CLI::IsMember({"slurm", "torchrun", "json"}));
   cmd->add_option("-o,--output", opts->output,
-                  "write the launch file here (atomically) instead of standard output");
+                  "write the launch file here instead of standard output; it and the config are "
+                  "written together, or neither");
   cmd->add_option("--config", opts->config,
                   "where to write the config YAML (default: next to --output as NAME.yaml, else "
                   "JOB-NAME.yaml here)");
@@ -79,19 +113,16 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   cmd->add_option("-t,--time", opts->launch.time_limit, "Slurm time limit (default 00:30:00)");
   cmd->add_option("--container-image", opts->launch.container_image,
                   "container image for srun (pyxis), e.g. nvcr.io/nvidia/nemo:26.04; without it "
-                  "the ranks run the nodes' own Python")
-      ->check([](const std::string& s) {
-        return s.find_first_of("\n'") == std::string::npos ? "" : "no quotes or newlines";
-      });
+                  "the ranks run the nodes' own Python");
   cmd->add_option("--container-mounts", opts->launch.container_mounts,
                   "extra SRC:DST container mounts (repeat, or separate with commas); the config's "
                   "directory is always mounted")
-      ->delimiter(',')
-      ->check([](const std::string& s) {
-        return s.find_first_of("\"$`\\\n") == std::string::npos
-                   ? ""
-                   : "a mount may not hold quotes, $, backquotes or backslashes";
-      });
+      ->delimiter(',');
+  cmd->add_flag("--force", opts->force,
+                "replace the config and launch files if they exist (without it, launch refuses)");
+  cmd->add_flag("--allow-waived", opts->allow_waived,
+                "launch a recipe whose upstream original fails a start-up check (a waiver), as "
+                "upstream has it; without it, launch refuses, naming the check and the fix");
   cmd->add_option("--gpus-per-node", opts->launch.gpus_per_node,
                   "GPUs per node (default: 4 on gb300, gb200, vr200; 8 on b300, b200, h100)")
       ->check(CLI::PositiveNumber);

@@ -57,7 +57,8 @@ def main():
     script = workdir / ("job." + ("sbatch" if fmt == "slurm" else "sh"))
     gen = subprocess.run([binary, "-q", "launch", "qwen35_397b@gb300", "--format", fmt,
                           "--megatron-bridge", str(bridge), "--container-image", "img:1",
-                          "-o", str(script.name)], cwd=workdir, capture_output=True, text=True)
+                          "--force", "-o", str(script.name)],
+                         cwd=workdir, capture_output=True, text=True)
     if gen.returncode != 0:
         sys.exit("launch failed: " + gen.stderr)
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(workdir / "py"),
