@@ -12,18 +12,31 @@ namespace qr {
 namespace {
 
 // run_script.py takes no config file: it builds its recipe by name. This loader, run on every
-// rank, makes its recipe look-up return our YAML (ConfigContainer.from_yaml, the inverse of the
-// to_yaml our output matches) and then runs run_script.main() unchanged, so every argparse-driven
-// step of the entry point still applies. argv: MEGATRON_BRIDGE CONFIG run_script-flags...
+// rank, loads our YAML with ConfigContainer.from_yaml (the inverse of the to_yaml our output
+// matches), refuses to go on if that dropped any key (from_yaml is lenient: a key the installed
+// classes lack is silently lost; transformers' HF sub-configs' model_type is the one known,
+// harmless loss), makes run_script's recipe look-up return it, and runs run_script.main()
+// unchanged, so every argparse-driven step of the entry point still applies.
+// argv: MEGATRON_BRIDGE CONFIG run_script-flags...
 const char* const kLoader =
-    R"PY(import sys
+    R"PY(import re, sys
 sys.path.insert(0, sys.argv[1] + "/scripts/performance")
 import run_script
+import yaml
 from megatron.bridge.training.config import ConfigContainer
 config = sys.argv[2]
 if not hasattr(run_script, "get_perf_recipe_by_name"):
     sys.exit("qwen-recipe launch: run_script.py has no get_perf_recipe_by_name to load " + config + " with; see docs/launch.md")
-run_script.get_perf_recipe_by_name = lambda **_: ConfigContainer.from_yaml(config)
+def paths(d, prefix=""):
+    return {p for k, v in d.items() for p in [prefix + str(k)] + sorted(paths(v, prefix + str(k) + "."))} if isinstance(d, dict) else set()
+loaded = ConfigContainer.from_yaml(config)
+with open(config) as f:
+    text = f.read()
+dropped = sorted(p for p in paths(yaml.safe_load(text)) - paths(loaded.to_dict()) if not p.endswith(".model_type"))
+if dropped:
+    built = re.search(r" --mcore (\S+)", text.split("\n", 1)[0])
+    sys.exit("qwen-recipe launch: this Megatron-Bridge did not load " + ", ".join(dropped) + " from " + config + " (its classes lack them), so it would train on another config; rebuild it with the --mcore profile of this container's Megatron-Core" + (" (it was built with --mcore " + built.group(1) + "; pinned is the one Megatron-Bridge main pins, without model.gdn_kernel_backend)" if built else "") + "; see docs/launch.md")
+run_script.get_perf_recipe_by_name = lambda **_: loaded
 sys.argv = ["run_script.py", *sys.argv[3:]]
 run_script.main())PY";
 

@@ -54,13 +54,19 @@ def main():
     recipe = get_perf_recipe_by_name(model_recipe_name="x", task="pretrain", num_gpus=1, gpu="g",
                                      precision="bf16")
     with open(os.environ["QR_RESULT"], "w") as f:
-        json.dump({"recipe": recipe, "argv": sys.argv, "FOO": os.environ.get("FOO")}, f)
+        json.dump({"recipe": recipe.path, "argv": sys.argv, "FOO": os.environ.get("FOO")}, f)
 '''
 CONFIG_PY = '''
+import yaml
 class ConfigContainer:
+    def __init__(self, path):
+        self.path = path
     @classmethod
     def from_yaml(cls, path):
-        return path
+        return cls(path)
+    def to_dict(self):
+        with open(self.path) as f:
+            return yaml.safe_load(f)
 '''
 # Every stand-in logs its argv as one JSON line; srun and torchrun then drop their options and
 # run the rest, python runs the real interpreter, sbatch parses #SBATCH lines as sbatch does
