@@ -17,6 +17,7 @@ struct LaunchCliOptions {
   RecipeOptions recipe;
   std::string format = "slurm", output, config;
   bool force = false, allow_waived = false;
+  int nodes = 0;
   LaunchOptions launch;
 };
 
@@ -49,7 +50,15 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   o.recipe.fill(req);
   req.overrides.assign(o.args.begin() + 1, o.args.end());
   const BuildResult r = compiler->build(req);
-  const ValidateOptions checks = validate_options_for(req, r);
+  ValidateOptions checks = validate_options_for(req, r);
+  // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
+  // global batch stay, data parallelism follows, and every start-up check runs on the new size.
+  const int per_node =
+      o.launch.gpus_per_node > 0 ? o.launch.gpus_per_node : r.recipe->gpu->gpus_per_node;
+  if (o.nodes > 0)
+    o.launch.num_gpus = o.nodes * per_node;
+  if (o.launch.num_gpus > 0)
+    checks.world_size = o.launch.num_gpus;
   validate_built(r, checks);
   // A waiver keeps upstream parity in build; a launch would only spend the allocation on it.
   if (const std::vector<std::string> waived = waived_failures(r, checks);
@@ -123,6 +132,15 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   cmd->add_flag("--allow-waived", opts->allow_waived,
                 "launch a recipe whose upstream original fails a start-up check (a waiver), as "
                 "upstream has it; without it, launch refuses, naming the check and the fix");
+  auto* num_gpus =
+      cmd->add_option("--num-gpus", opts->launch.num_gpus,
+                      "run on N GPUs instead of the recipe's, as Megatron-Bridge's -ng: data "
+                      "parallelism follows, the global batch stays, every start-up check runs "
+                      "on N")
+          ->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", opts->nodes, "run on N nodes: --num-gpus N x GPUs per node")
+      ->check(CLI::PositiveNumber)
+      ->excludes(num_gpus);
   cmd->add_option("--gpus-per-node", opts->launch.gpus_per_node,
                   "GPUs per node (default: 4 on gb300, gb200, vr200; 8 on b300, b200, h100)")
       ->check(CLI::PositiveNumber);

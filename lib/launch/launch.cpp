@@ -116,7 +116,8 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
   const RecipeSpec& spec = *result.recipe;
   LaunchPlan plan;
   plan.recipe = spec.id();
-  plan.num_gpus = spec.entry->num_gpus;
+  // As Megatron-Bridge's -ng: another GPU count changes only the data parallelism.
+  plan.num_gpus = options.num_gpus > 0 ? options.num_gpus : spec.entry->num_gpus;
   plan.gpus_per_node = options.gpus_per_node > 0 ? options.gpus_per_node : spec.gpu->gpus_per_node;
   if (plan.num_gpus % plan.gpus_per_node != 0)
     throw Error(spec.id() + " runs on " + std::to_string(plan.num_gpus) +
@@ -192,8 +193,9 @@ std::vector<std::string> waived_failures(const BuildResult& result, const Valida
 }
 
 std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
-  std::string out = "#!/bin/bash\n" + header(plan, "Slurm batch script") +
-                    "# Submit: sbatch <this file>, from any directory (the config path is absolute).\n";
+  std::string out =
+      "#!/bin/bash\n" + header(plan, "Slurm batch script") +
+      "# Submit: sbatch <this file>, from any directory (the config path is absolute).\n";
   auto sbatch = [&](const std::string& opt) { out += "#SBATCH " + opt + "\n"; };
   sbatch("--job-name=" + sbatch_value(plan.job_name, "--job-name"));
   sbatch("--nodes=" + std::to_string(plan.nodes));

@@ -14,6 +14,7 @@
 namespace qr {
 
 struct LaunchOptions {
+  int num_gpus = 0;        // 0: the recipe's; else the world size the run is rescaled to
   int gpus_per_node = 0;   // 0: the GPU's (4 on NVL72 systems, 8 on HGX)
   std::string config_path; // where the YAML is (as written in the script)
   std::string job_name;    // default: MODEL-GPU-PRECISION
