@@ -3,8 +3,12 @@
 #include "commands.h"
 #include "config/error.h"
 #include "config/script_text.h"
+#include "config/yaml_read.h"
 #include "launch/launch.h"
+#include "operands.h"
+#include "passes/invariants.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <spdlog/spdlog.h>
@@ -39,18 +43,73 @@ bool same_file(const std::string& a, const std::string& b) {
          fs::equivalent(a, b, ec);
 }
 
+// The value after `option` in a config's header command (# qwen-recipe build MODEL --gpu G ...),
+// or empty.
+std::string header_option(const std::string& header, const std::string& option) {
+  const std::size_t at = header.find(" " + option + " ");
+  if (at == std::string::npos)
+    return {};
+  const std::size_t start = at + option.size() + 2;
+  return header.substr(start, header.find(' ', start) - start);
+}
+
+// `launch FILE.yaml`: a config the user built or edited, launched in place. Its recipe (model,
+// GPU, precision: the entry point's flags, the GPU count) comes from its header and --gpu /
+// --precision; the config itself is typed by the schema and checked: every final invariant and
+// every start-up check, with the recipe's waivers only under --allow-waived.
+BuildResult prepare_file(const Compiler& compiler, const std::string& path,
+                         const RecipeOptions& given, bool allow_waived) {
+  const std::string text = read_text_file(path, YamlLimits{}.max_bytes);
+  const std::string header = text.substr(0, text.find('\n'));
+  const std::string prefix = "# qwen-recipe ";
+  const std::size_t build = header.find(" build ");
+  if (!header.starts_with(prefix) || build == std::string::npos)
+    throw Error(path + ": no '# qwen-recipe build MODEL ...' header to take the recipe from; "
+                       "launch the recipe with overrides instead, or keep the header qwen-recipe "
+                       "build writes");
+  const std::string model = header.substr(build + 7, header.find(' ', build + 7) - build - 7);
+  BuildRequest req;
+  req.recipe = model;
+  req.gpu = given.gpu.empty() ? header_option(header, "--gpu") : given.gpu;
+  const std::string precision = header_option(header, "--precision");
+  req.precision = given.precision != "bf16" || precision.empty() ? given.precision : precision;
+  req.profile = given.profile.empty() ? header_option(header, "--mcore") : given.profile;
+  BuildResult r = compiler.prepare(req);
+  r.config = load_config_text(compiler.schema(), text, path, req.profile);
+  const std::vector<Waiver>& waivers = r.recipe->variant->waivers;
+  for (const InvariantInfo& inv : invariant_registry())
+    if (const std::string problem = inv.check(r.config);
+        !problem.empty() &&
+        !(allow_waived && std::any_of(waivers.begin(), waivers.end(),
+                                      [&](const Waiver& w) { return w.invariant == inv.name; })))
+      throw Error(path + ": invariant '" + inv.name + "' failed: " + problem);
+  r.command = "launched as written; built by: " + header.substr(2);
+  return r;
+}
+
 int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (o.args.empty())
     throw Error("no recipe given; e.g. qwen-recipe launch qwen35_397b --gpu gb300 --account A "
                 "--partition P");
   hold_logs(); // as build: after an error, the one line is all there is
   auto compiler = make_compiler(g);
+  const std::string& first = o.args.front();
+  const bool from_file = !is_recipe_spec(first) && std::filesystem::is_regular_file(first);
+  if (from_file && (o.args.size() > 1 || !o.config.empty()))
+    throw Error(first + " is launched as it is: give no overrides and no --config (edit the file, "
+                        "or launch the recipe with overrides)");
   BuildRequest req;
-  req.recipe = o.args.front();
+  req.recipe = first;
   o.recipe.fill(req);
   req.overrides.assign(o.args.begin() + 1, o.args.end());
-  const BuildResult r = compiler->build(req);
-  ValidateOptions checks = validate_options_for(req, r);
+  const BuildResult r =
+      from_file ? prepare_file(*compiler, first, o.recipe, o.allow_waived) : compiler->build(req);
+  ValidateOptions checks = from_file ? ValidateOptions{} : validate_options_for(req, r);
+  if (from_file) {
+    checks.world_size = r.recipe->entry->num_gpus;
+    if (o.allow_waived)
+      checks.waivers = r.recipe->variant->waivers;
+  }
   // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
   // global batch stay, data parallelism follows, and every start-up check runs on the new size.
   const int per_node =
@@ -61,7 +120,8 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
     checks.world_size = o.launch.num_gpus;
   validate_built(r, checks);
   // A waiver keeps upstream parity in build; a launch would only spend the allocation on it.
-  if (const std::vector<std::string> waived = waived_failures(r, checks);
+  if (const std::vector<std::string> waived =
+          from_file ? std::vector<std::string>{} : waived_failures(r, checks);
       !waived.empty() && !o.allow_waived)
     throw Error(r.recipe->id() + " would stop once the job starts: " + waived.front() +
                 (waived.size() > 1 ? " (and " + std::to_string(waived.size() - 1) + " more)" : "") +
@@ -69,7 +129,9 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
 
   const bool to_stdout = o.output.empty() || o.output == "-";
   // The config goes next to the launch file: job.sbatch -> job.yaml.
-  if (o.config.empty())
+  if (from_file)
+    o.config = first;
+  else if (o.config.empty())
     o.config = to_stdout
                    ? config_name_from_job(o.launch.job_name.empty()
                                               ? r.recipe->model->name + "-" + r.recipe->gpu->name +
@@ -89,7 +151,10 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   const std::string launch = o.format == "slurm"      ? slurm_script(plan, o.launch)
                              : o.format == "torchrun" ? torchrun_script(plan)
                                                       : launch_json(plan, o.launch);
-  write_outputs({{o.config, emit_config(r)}, {o.output, launch}}, o.force);
+  if (from_file)
+    write_outputs({{o.output, launch}}, o.force);
+  else
+    write_outputs({{o.config, emit_config(r)}, {o.output, launch}}, o.force);
   spdlog::info("wrote the config to {} ({} nodes x {} GPUs)", o.config, plan.nodes,
                plan.gpus_per_node);
   return 0;
@@ -103,7 +168,8 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
       "launch", "write a recipe's config and the Slurm script (or torchrun command) that runs "
                 "Megatron-Bridge's performance entry point on it");
   cmd->add_option("args", opts->args,
-                  "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build");
+                  "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build; "
+                  "or a config FILE.yaml that build wrote (and you edited), launched as it is");
   opts->recipe.add_to(cmd);
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
