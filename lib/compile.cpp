@@ -38,8 +38,8 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
       throw Error("give a recipe or --base FILE, not both");
     if (req.pipeline_text.empty())
       throw Error("--base needs --pipeline: a base file has no recipe pipeline of its own");
-    base = catalog_->base_from_file(req.base_file, profile);
     command += " --base " + command_word(req.base_file, "--base file name");
+    base = catalog_->base_from_file(req.base_file, profile);
   } else {
     if (req.recipe.empty())
       throw Error("no recipe given; e.g. qwen-recipe build qwen35_397b --gpu gb300 "
