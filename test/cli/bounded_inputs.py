@@ -40,19 +40,19 @@ def main():
         r, secs, mib = run(binary, ["build", "--base", "deep.yaml", *base], work)
         expect(r.returncode == 2 and "deep.yaml:1:507: nesting deeper than 500 levels" in r.stderr,
                f"deep-flow: {r.returncode} {r.stderr[:200]}")
-        expect(mib < 512 and secs < 10, f"deep-flow took {secs:.2f} s and {mib:.0f} MiB")
+        expect(mib < 1024 and secs < 10, f"deep-flow took {secs:.2f} s and {mib:.0f} MiB")
     elif case == "wide-map":
         text = pathlib.Path(golden).read_text()
         keys = "".join(f"  K{i}: {i}\n" for i in range(100_000))
         (work / "wide.yaml").write_text(text.replace("env_vars:\n", "env_vars:\n" + keys, 1))
         r, secs, mib = run(binary, ["build", "--base", "wide.yaml", *base, "-o", "out.yaml"], work)
         expect(r.returncode == 0, f"wide-map: {r.stderr[:200]}")
-        expect(secs < 5, f"wide-map took {secs:.2f} s (quadratic?)")
+        expect(secs < 10, f"wide-map took {secs:.2f} s (quadratic?)")
     elif case == "env-zero":
         r, secs, mib = run(binary, ["validate", "qwen35_35b@gb300", "--env", "/dev/zero"], work)
         expect(r.returncode == 2 and "/dev/zero: larger than the 64 MiB" in r.stderr,
                f"env-zero: {r.returncode} {r.stderr[:200]}")
-        expect(mib < 512, f"env-zero took {mib:.0f} MiB")
+        expect(mib < 1024, f"env-zero took {mib:.0f} MiB")
     elif case == "signals":
         text = pathlib.Path(golden).read_text()
         keys = "".join(f"  K{i}: {i}\n" for i in range(20_000))
