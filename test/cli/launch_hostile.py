@@ -5,7 +5,8 @@ Each case builds a launch (Slurm and torchrun) or a config with one hostile valu
 LF, CR, NEL, U+2028, U+2029; NUL; quotes; $(...); backquotes; `;`; a leading `-`; blanks) in one
 field: --job-name, -A, -p, -t, -o, --config, --container-image, --container-mounts,
 --megatron-bridge, an env value (raw in the override, and as a YAML escape that puts the byte in
-the value itself), and a model key of a --recipes-dir catalogue. Then either:
+the value itself), and a model key of a --recipes-dir catalogue; invalid UTF-8 in every option of
+--format json. Then either:
 
 - the command refused: exit 2, one `error:` line, and the work directory as it was; or
 - it succeeded, and running what it wrote under stand-in `sbatch`, `srun`, `scontrol`,
@@ -180,6 +181,8 @@ class Env:
             return
         if want.get("must_refuse"):
             self.fail(case, f"{fmt}: accepted")
+        if fmt == "json":
+            return  # nothing to run
         config = pathlib.Path(want.get("config", pathlib.Path(script).with_suffix(".yaml")))
         config = work / config
         try:
@@ -275,6 +278,10 @@ def main():
     # can carry: refused, nothing written.
     for fmt in ("slurm", "torchrun", "json"):
         e.run_case("env-nul", recipe + ['+env_vars.FOO="a\\0b"'], fmt, {"must_refuse": True})
+    # Invalid UTF-8 (here byte 0xFF) would make --format json invalid: refused in every option.
+    for opt in ("--job-name", "-A", "-p", "-t", "--container-image", "--container-mounts",
+                "--megatron-bridge", "--config"):
+        e.run_case(f"invalid-utf8{opt}", recipe + [opt, "a\udcffb"], "json", {"must_refuse": True})
     # A model key of a --recipes-dir catalogue.
     for name, v in PAYLOADS.items():
         tree = root / "launch-hostile" / "recipes" / name
