@@ -44,8 +44,9 @@ std::string utf8_escapes(const std::string& value) {
 class TreeBuilder : public YAML::EventHandler {
 public:
   // yaml-cpp's marks count bytes after a byte-order mark.
-  TreeBuilder(YamlDoc& doc, std::string_view text)
-      : doc_(doc), text_(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text) {}
+  TreeBuilder(YamlDoc& doc, std::string_view text, std::size_t max_nodes)
+      : doc_(doc), text_(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text),
+        max_nodes_(max_nodes) {}
 
   int documents = 0;
 
@@ -105,8 +106,15 @@ private:
   std::vector<Open> stack_;
   int last_pos_ = -1; // where the last node made starts
   std::map<YAML::anchor_t, const YamlNode*> anchors_;
+  std::size_t max_nodes_;
 
   YamlNode& make(const YAML::Mark& mark, YamlNode::Kind kind) {
+    // Counted as they are made, so that a huge file stops here rather than after a full parse
+    // (the count with aliases expanded, afterwards, is never smaller).
+    if (doc_.arena.size() >= max_nodes_)
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) + ": more than " + std::to_string(max_nodes_) +
+                  " YAML nodes; a config has a few thousand: refusing it");
     YamlNode& n = doc_.arena.emplace_back();
     last_pos_ = mark.pos;
     n.kind = kind;
@@ -381,7 +389,7 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
   auto doc = std::make_shared<YamlDoc>();
   doc->source = source;
   std::istringstream in{std::string(text)};
-  TreeBuilder builder(*doc, text);
+  TreeBuilder builder(*doc, text, limits.max_nodes);
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
