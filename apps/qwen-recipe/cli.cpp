@@ -2,6 +2,7 @@
 
 #include "config/error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -98,17 +99,23 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-// The temporary files of the write in progress, for the signal handler to remove: fixed slots
-// of plain memory, since a handler may only call async-signal-safe functions (unlink, raise).
+// What the write in progress has to undo if a signal ends it, for the signal handler: fixed slots
+// of plain memory, since a handler may only call async-signal-safe functions (unlink, rename,
+// raise). A slot names a temporary file to remove, or a file this write created (removed too), or
+// a kept copy of a file it replaced (renamed back over it).
 struct TempSlot {
   char path[PATH_MAX];
+  char restore_to[PATH_MAX];
   volatile std::sig_atomic_t used;
+  volatile std::sig_atomic_t restore; // rename path back to restore_to instead of removing it
 };
 TempSlot temp_slots[8];
 
 extern "C" void remove_temps_and_die(int sig) {
   for (TempSlot& t : temp_slots)
-    if (t.used != 0)
+    if (t.used != 0 && t.restore != 0)
+      ::rename(t.path, t.restore_to);
+    else if (t.used != 0)
       ::unlink(t.path);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -126,12 +133,38 @@ void install_temp_cleanup() {
     ::sigaction(sig, &sa, nullptr);
 }
 
+TempSlot& claim_slot(const std::string& path, const std::string& for_path) {
+  install_temp_cleanup();
+  for (TempSlot& t : temp_slots)
+    if (t.used == 0) {
+      if (path.size() >= sizeof t.path)
+        throw Error(for_path + ": cannot create the output file: " + std::strerror(ENAMETOOLONG));
+      std::memcpy(t.path, path.c_str(), path.size() + 1);
+      t.restore = 0;
+      t.used = 1;
+      return t;
+    }
+  throw Error(for_path + ": cannot create the output file: too many outputs");
+}
+
+// A file this write is about to create: removed if a signal ends the write before all are in
+// place, so that a pair is never left half written.
+class RemoveOnSignal {
+public:
+  explicit RemoveOnSignal(const std::string& path) : slot_(claim_slot(path, path)) {}
+  RemoveOnSignal(const RemoveOnSignal&) = delete;
+  RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+  ~RemoveOnSignal() { slot_.used = 0; }
+
+private:
+  TempSlot& slot_;
+};
+
 // A temporary file next to `path`, registered for the signal handler. mkstemp fills in the
 // registered name itself, so the handler sees the file from the moment it exists.
 class TempFile {
 public:
   explicit TempFile(const std::string& path) {
-    install_temp_cleanup();
     // base.tmp.XXXXXX, the base cut so that the name stays within NAME_MAX.
     const std::size_t slash = path.rfind('/');
     const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
@@ -139,17 +172,7 @@ public:
     const std::string suffix = ".tmp.XXXXXX";
     if (base.size() + suffix.size() > NAME_MAX)
       base.resize(NAME_MAX - suffix.size());
-    const std::string name = dir + base + suffix;
-    for (TempSlot& t : temp_slots)
-      if (t.used == 0) {
-        slot_ = &t;
-        break;
-      }
-    if (slot_ == nullptr || name.size() >= sizeof slot_->path)
-      throw Error(path + ": cannot create the output file: " +
-                  (slot_ == nullptr ? "too many outputs" : std::strerror(ENAMETOOLONG)));
-    std::memcpy(slot_->path, name.c_str(), name.size() + 1);
-    slot_->used = 1;
+    slot_ = &claim_slot(dir + base + suffix, path);
     fd_ = ::mkstemp(slot_->path);
     if (fd_ < 0) {
       const std::string why = std::strerror(errno);
@@ -181,6 +204,13 @@ public:
   }
   // After a rename there is nothing left to remove.
   void renamed() { slot_->used = 0; }
+  // Until every file is in place, a signal renames this kept copy back over `target`.
+  void restore_on_signal(const std::string& target) {
+    std::memcpy(slot_->restore_to, target.c_str(), std::min(target.size() + 1, sizeof slot_->path));
+    slot_->restore_to[sizeof slot_->restore_to - 1] = '\0';
+    slot_->restore = 1;
+  }
+  void remove_on_signal() { slot_->restore = 0; }
 
 private:
   TempSlot* slot_ = nullptr;
@@ -250,6 +280,7 @@ void write_outputs(const std::vector<OutputFile>& files, bool replace) {
   // failed rename can put back what was there.
   std::vector<std::unique_ptr<TempFile>> kept(renamed.size());
   std::vector<bool> existed(renamed.size());
+  std::vector<std::unique_ptr<RemoveOnSignal>> created;
   std::size_t done = 0;
   auto undo = [&] {
     for (std::size_t i = 0; i < done; ++i) {
@@ -269,6 +300,10 @@ void write_outputs(const std::vector<OutputFile>& files, bool replace) {
       if (::link(path.c_str(), kept[done]->name()) != 0)
         kept[done].reset(); // no hard links here: the replaced file cannot be put back
     }
+    if (kept[done])
+      kept[done]->restore_on_signal(path);
+    else if (!existed[done])
+      created.push_back(std::make_unique<RemoveOnSignal>(path));
     const bool ok = replace ? ::rename(temps[done]->name(), path.c_str()) == 0
                             : rename_no_replace(temps[done]->name(), path.c_str());
     if (!ok) {
@@ -277,11 +312,18 @@ void write_outputs(const std::vector<OutputFile>& files, bool replace) {
       if (kept[done])
         ::unlink(kept[done]->name());
       kept[done].reset();
+      if (!existed[done])
+        created.pop_back(); // not created: the path may be someone else's now
       undo();
       throw Error(path + ": cannot write: " + why);
     }
     temps[done]->renamed();
   }
+  // All in place: what was replaced can go, and a signal from here on leaves the new files.
+  for (auto& k : kept)
+    if (k)
+      k->remove_on_signal();
+  created.clear();
   for (const OutputFile* f : in_place)
     write_in_place(f->path, f->text);
   for (const OutputFile* f : to_stdout)

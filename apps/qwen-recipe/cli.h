@@ -39,7 +39,7 @@ struct OutputFile {
 // place, after the renames; standard output last. A path that is a symbolic link to anything
 // else is replaced by the new file (the link's target is left as it was). Without `replace`, an
 // existing path is refused. SIGINT, SIGTERM and SIGHUP during the write remove the temporary
-// files before the process dies. Throws qr::Error.
+// files, and undo the renames done so far, before the process dies. Throws qr::Error.
 void write_outputs(const std::vector<OutputFile>& files, bool replace);
 // One file, replacing what is there: write_outputs({{path, text}}, true).
 void write_output(const std::string& path, const std::string& text);

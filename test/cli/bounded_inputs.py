@@ -56,19 +56,30 @@ def main():
     elif case == "signals":
         # strace delivers the signal at a chosen system call of the write (each fsync of a
         # temporary file, each rename), so the temporary files exist when it lands.
+        # Killed before both files are in place, the pair is as it was: none (new files), or
+        # the old contents (with --force over existing ones).
         launch = ["launch", "qwen35_35b", "--gpu", "gb300", "-o", "job.sbatch"]
         for sig in ("SIGINT", "SIGTERM", "SIGHUP"):
             for point in ("fsync:when=1", "fsync:when=2", "rename,renameat2:when=1",
                           "rename,renameat2:when=2"):
-                call, when = point.split(":")
-                run_dir = work / f"{sig}-{point.replace(':', '-').replace(',', '-')}"
-                run_dir.mkdir()
-                r = subprocess.run(["strace", "-f", "-o", os.devnull, "-e", "trace=" + call,
-                                    "-e", f"inject={call}:signal={sig}:{when}", binary, "-q",
-                                    *launch], cwd=run_dir, capture_output=True, text=True)
-                expect(r.returncode != 0, f"signals: {sig} at {point} did not stop launch")
-                left = [n for n in os.listdir(run_dir) if ".tmp." in n]
-                expect(not left, f"signals: {sig} at {point} left {left}")
+                for force in (False, True):
+                    call, when = point.split(":")
+                    run_dir = work / f"{sig}-{call.replace(',', '-')}-{when}-{force}"
+                    run_dir.mkdir()
+                    if force:
+                        for name in ("job.yaml", "job.sbatch"):
+                            (run_dir / name).write_text("old\n")
+                    r = subprocess.run(["strace", "-f", "-o", os.devnull, "-e", "trace=" + call,
+                                        "-e", f"inject={call}:signal={sig}:{when}", binary,
+                                        "-q", *launch, *(["--force"] if force else [])],
+                                       cwd=run_dir, capture_output=True, text=True)
+                    what = f"signals: {sig} at {point}{' with --force' if force else ''}"
+                    expect(r.returncode != 0, f"{what} did not stop launch")
+                    left = sorted(os.listdir(run_dir))
+                    want = ["job.sbatch", "job.yaml"] if force else []
+                    expect(left == want, f"{what} left {left}")
+                    for name in want:
+                        expect((run_dir / name).read_text() == "old\n", f"{what} changed {name}")
     elif case == "long-name":
         name = "a" * 245 + ".yaml"  # 250 bytes: name.tmp.XXXXXX would be 261
         r, _, _ = run(binary, ["build", "qwen3_30b", "--gpu", "gb200", "-o", name], work)
