@@ -325,18 +325,21 @@ std::set<std::string> names_in(const Value* v) {
     return out;
   if (v->is_str())
     out.insert(v->as_str());
-  if (v->is_list())
-    for (const Value& item : v->as_list())
+  if (v->is_list()) {
+    for (const Value& item : v->as_list()) {
       if (item.is_str())
         out.insert(item.as_str());
       else if (item.is_map() && item.as_map().find("_name_") != nullptr &&
                item.as_map().find("_name_")->is_str())
         out.insert(item.as_map().find("_name_")->as_str());
+    }
+  }
   return out;
 }
 
 // Collects "problem (source)" lines.
 struct Problems {
+  explicit Problems(const char* upstream_source) : source(upstream_source) {}
   const char* source;
   Outcome out;
   void add(const std::string& what) { out.problems.push_back(what + " (" + source + ")"); }
