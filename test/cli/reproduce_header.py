@@ -7,11 +7,23 @@ qwen-recipe first on the PATH, and compares its output with the file.
 
 usage: reproduce_header.py QWEN_RECIPE GOLDEN_DIR RECIPES_DIR WORKDIR
 """
+import difflib
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+
+
+def first_diff_lines(expected, received, expected_label, received_label, limit=60):
+    """The first `limit` lines of a unified diff of two byte strings, as text."""
+    lines = list(difflib.unified_diff(expected.decode(errors="replace").splitlines(True),
+                                      received.decode(errors="replace").splitlines(True),
+                                      expected_label, received_label))
+    shown = "".join(lines[:limit])
+    if len(lines) > limit:
+        shown += f"... ({len(lines) - limit} more diff lines)\n"
+    return shown.rstrip("\n")
 
 
 def main():
@@ -58,9 +70,13 @@ def main():
             continue
         again = subprocess.run(["sh", "-c", first[2:]], cwd=work, env=env, capture_output=True)
         if again.returncode != 0 or again.stdout != text:
-            failures.append(f"{name}: `{first[2:]}` exit {again.returncode}, "
-                            f"{'same' if again.stdout == text else 'different'} output: "
-                            f"{again.stderr.decode(errors='replace')[:200]}")
+            failure = (f"{name}: `{first[2:]}` exit {again.returncode}, "
+                       f"{'same' if again.stdout == text else 'different'} output: "
+                       f"{again.stderr.decode(errors='replace')[:200]}")
+            if again.stdout != text:
+                failure += "\n" + first_diff_lines(text, again.stdout, name,
+                                                   "rebuilt by its header")
+            failures.append(failure)
     if failures:
         sys.exit(f"{len(failures)} of {len(files)} headers do not rebuild their file:\n" +
                  "\n".join(failures))
