@@ -27,6 +27,7 @@ struct RecipeOptions {
   }
 };
 
+void register_check(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_completion(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& action);

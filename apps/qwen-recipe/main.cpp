@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   qr::cli::register_validate(app, global, action);
   qr::cli::register_launch(app, global, action);
   qr::cli::register_completion(app, global, action);
+  qr::cli::register_check(app, global, action);
 
   try {
     app.parse(argc, argv);
