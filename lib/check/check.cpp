@@ -26,8 +26,8 @@ constexpr std::size_t kMaxManifestBytes = std::size_t{4} << 20;
 constexpr std::size_t kMaxGoldenBytes = std::size_t{64} << 20;
 
 const std::vector<std::string> kTopKeys = {"goldens"};
-const std::vector<std::string> kEntryKeys = {"spec",      "base",        "pipeline", "mcore",
-                                             "overrides", "recipes_dir", "golden"};
+const std::vector<std::string> kEntryKeys = {
+    "spec", "base", "pipeline", "mcore", "overrides_file", "overrides", "recipes_dir", "golden"};
 
 std::string list_of(const std::vector<std::string>& names) {
   std::string out;
@@ -104,6 +104,8 @@ GoldenEntry read_entry(const YamlDoc& doc, const YamlNode& n, const fs::path& di
     e.request.base_file = resolve(dir, base);
   }
   e.request.profile = text("mcore");
+  if (const std::string file = text("overrides_file"); !file.empty())
+    e.request.override_files.push_back(resolve(dir, file));
   if (const std::string rd = text("recipes_dir"); !rd.empty())
     e.recipes_dir = resolve(dir, rd);
   if (const auto it = keys.find("overrides"); it != keys.end()) {

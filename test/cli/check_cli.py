@@ -165,6 +165,17 @@ p = subprocess.run([BIN, "check", "../ok.yaml"], capture_output=True, text=True,
 expect(p.returncode == 0 and p.stdout.endswith("check ../ok.yaml: 1 golden: 1 match, 0 mismatches\n"),
        "paths relative to the manifest", p.stdout + p.stderr)
 
+# An entry's overrides_file is relative to the manifest and applied before its overrides.
+write("sub/ov.yaml", "train: {train_iters: 49, global_batch_size: 256}\n")
+write("sub/of.yaml", "goldens:\n  - {spec: qwen3_30b@b200, overrides_file: ov.yaml, "
+      "overrides: [train.global_batch_size=128], golden: of-golden.yaml}\n")
+rc, out, err = run("check", "sub/of.yaml", "--update")
+made = read("sub/of-golden.yaml")
+expect(rc == 0 and made.startswith("# qwen-recipe build qwen3_30b --gpu b200 --precision bf16 --mcore "
+       "pinned train.train_iters=49 train.global_batch_size=256 train.global_batch_size=128\n")
+       and "  train_iters: 49\n" in made and "  global_batch_size: 128\n" in made,
+       "overrides_file: relative to the manifest, before overrides", out + err + made[:300])
+
 for f in failures:
     print("FAIL:", f)
 print(f"{'failed' if failures else 'passed'}")
