@@ -11,6 +11,26 @@ namespace qr {
 Compiler::Compiler(std::shared_ptr<const DataSource> data)
     : schema_(Schema::load(*data)), catalog_(Catalog::load(data, schema_)) {}
 
+namespace {
+
+// A recipe spec and the --gpu / --precision flags name one recipe: a flag that says otherwise is
+// refused, never silently dropped. A spec without ":PRECISION" means bf16.
+void check_spec_agrees(const BuildRequest& req, const RecipeRef& ref) {
+  if (!req.gpu.empty() && req.gpu != ref.gpu)
+    throw Error("recipe spec '" + req.recipe + "' names GPU " + ref.gpu + " but --gpu is " +
+                req.gpu);
+  if (!req.precision.empty() && req.precision != ref.precision) {
+    const bool named = req.recipe.find(':') != std::string::npos;
+    throw Error("recipe spec '" + req.recipe + "' " +
+                (named ? "names precision " + ref.precision
+                       : "has no :PRECISION, so it means " + ref.precision + ",") +
+                " but --precision is " + req.precision + "; write " + ref.model + "@" + ref.gpu +
+                ":" + req.precision + " or drop --precision");
+  }
+}
+
+} // namespace
+
 BuildResult Compiler::prepare(const BuildRequest& req) const {
   const std::string profile = req.profile.empty() ? schema_->default_profile() : req.profile;
   (void)schema_->profile(profile);
@@ -23,18 +43,21 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
       throw Error("give a recipe or --base FILE, not both");
     if (req.pipeline_text.empty())
       throw Error("--base needs --pipeline: a base file has no recipe pipeline of its own");
+    if (!req.precision.empty())
+      throw Error("--precision " + req.precision +
+                  " has no effect with --base: the pipeline sets the precision (e.g. "
+                  "'precision{p=" +
+                  req.precision + "},...')");
     base = catalog_->base_from_file(req.base_file, profile);
     command += " --base " + req.base_file;
   } else {
     if (req.recipe.empty())
       throw Error("no recipe given; e.g. qwen-recipe build qwen35_397b --gpu gb300 "
                   "('qwen-recipe list recipes' shows them)");
-    RecipeRef ref{req.recipe, req.gpu, req.precision};
+    RecipeRef ref{req.recipe, req.gpu, req.precision.empty() ? "bf16" : req.precision};
     if (req.recipe.find('@') != std::string::npos) {
       ref = parse_recipe_ref(req.recipe);
-      if (!req.gpu.empty() && req.gpu != ref.gpu)
-        throw Error("recipe spec '" + req.recipe + "' names GPU " + ref.gpu + " but --gpu is " +
-                    req.gpu);
+      check_spec_agrees(req, ref);
     } else if (req.gpu.empty()) {
       throw Error("--gpu is required; GPUs: gb300, gb200, b300, b200, h100, vr200");
     }
@@ -46,7 +69,7 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
   command += " --mcore " + profile;
   Config config(schema_, profile, std::move(base));
   Pipeline pipeline =
-      Pipeline::parse(req.pipeline_text.empty() ? spec->variant->pipeline : req.pipeline_text);
+      req.pipeline_text.empty() ? spec->variant->pipeline : Pipeline::parse(req.pipeline_text);
   pipeline.bind(config, *catalog_);
   pipeline.check_order();
   if (!req.pipeline_text.empty())

@@ -16,10 +16,10 @@ namespace qr {
 struct BuildRequest {
   std::string recipe; // model name, or a MODEL@GPU[:PRECISION] spec; empty with base_file
   std::string gpu;
-  std::string precision = "bf16";
-  std::string base_file;                   // a user's own base YAML instead of a recipe
-  std::string pipeline_text;               // replaces the recipe's pipeline when set
-  std::string profile;                     // Megatron-Core profile; empty: the schema's default
+  std::string precision;     // empty: the spec's precision, else bf16; given: must agree with it
+  std::string base_file;     // a user's own base YAML instead of a recipe
+  std::string pipeline_text; // replaces the recipe's pipeline when set
+  std::string profile;       // Megatron-Core profile; empty: the schema's default
   std::vector<std::string> override_files; // overrides files, applied in order before `overrides`
   std::vector<std::string> overrides;
 };

@@ -109,7 +109,7 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
   cmd->add_flag("--no-header", opts->no_header, "leave out the comment header");
   cmd->add_option("--num-gpus", opts->num_gpus,
                   "world size for the start-up checks (default: the recipe's GPU count)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--env", opts->env,
                   "the training environment for the cuDNN GDN package checks: `pip freeze` "
                   "output or a YAML of package: version");

@@ -67,11 +67,11 @@ void register_check(CLI::App& app, GlobalOptions& global, std::function<int()>& 
                 "rewrite the goldens that differ (and create missing ones), atomically, and "
                 "report what changed");
   cmd->add_option("--format", opts->format, "human (default) or json")
-      ->check(CLI::IsMember({"human", "json"}));
+      ->check(one_of({"human", "json"}));
   cmd->add_option("--junit", opts->junit,
                   "also write a JUnit XML report here (one testcase per entry)");
   cmd->add_option("-j,--jobs", opts->jobs, "entries built at once (default: one per CPU thread)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->footer("Examples:\n"
               "  qwen-recipe check goldens.yaml\n"
               "  qwen-recipe check goldens.yaml --junit check.xml\n"

@@ -1,7 +1,7 @@
 // qwen-recipe completion bash: a bash completion script for subcommands, their options, recipe
-// names and specs, GPUs, precisions, Megatron-Core profiles and pass names. The subcommands and
-// options are read from the CLI definition itself, the names from the registries, so the script
-// is as current as the binary that writes it.
+// names and MODEL@GPU[:PRECISION] specs, GPUs, precisions, Megatron-Core profiles and pass names.
+// The subcommands and options are read from the CLI definition itself, the names from the
+// registries, so the script is as current as the binary that writes it.
 #include "commands.h"
 #include "passes/registry.h"
 
@@ -39,9 +39,11 @@ int run_completion(CLI::App& app, const GlobalOptions& g) {
   }
   for (const GpuInfo& gpu : cat.gpus())
     gpus.push_back(gpu.name);
-  // MODEL@GPU only: bash splits words at ':', so precisions are typed after it.
-  for (const RecipeEntry& r : cat.recipes())
+  for (const RecipeEntry& r : cat.recipes()) {
     specs.push_back(r.model + "@" + r.gpu);
+    for (const auto& [precision, variant] : r.precisions)
+      specs.push_back(r.model + "@" + r.gpu + ":" + precision);
+  }
   passes = registered_names();
   for (const ProfileSpec& p : compiler->schema().profiles())
     profiles.push_back(p.name);
@@ -54,8 +56,48 @@ int run_completion(CLI::App& app, const GlobalOptions& g) {
   }
   std::string out = R"(# bash completion for qwen-recipe (written by `qwen-recipe completion bash`).
 # Use: source <(qwen-recipe completion bash), or save it under /etc/bash_completion.d/.
+#
+# Words are split at blanks only, from COMP_LINE: COMP_WORDS also splits at COMP_WORDBREAKS
+# ('@', ':', '=' ...), which would cut recipe specs (MODEL@GPU:PRECISION), --opt=value and
+# pipeline text (precision{p=bf16},...). The replies are then trimmed to the part after the last
+# word break, the part bash replaces (as bash-completion's __ltrim_colon_completions does for ':').
 _qwen_recipe() {
-  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  local line=${COMP_LINE:0:COMP_POINT} words=() eq="" k
+  read -ra words <<< "$line"
+  [[ -z $line || $line == *[[:blank:]] ]] && words+=("")
+  local cword=$((${#words[@]} - 1))
+  local cur=${words[cword]} prev=""
+  ((cword > 0)) && prev=${words[cword-1]}
+  if [[ $cur == --*=* ]]; then
+    prev=${cur%%=*}
+    eq=$prev=
+    cur=${cur#*=}
+  fi
+  # In an open quote bash completes the text after the quote, word breaks and all.
+  local quoted=""
+  if [[ $cur == [\"\']* ]]; then
+    quoted=1
+    cur=${cur:1}
+  fi
+  COMPREPLY=()
+  _qwen_recipe_replies
+  [[ -n $quoted ]] && return
+  if [[ -n $eq ]]; then
+    for k in "${!COMPREPLY[@]}"; do COMPREPLY[k]=$eq${COMPREPLY[k]}; done
+  fi
+  local breaks=${COMP_WORDBREAKS-} word=$eq$cur
+  if [[ -n $breaks ]]; then
+    local keep=${word##*[$breaks]}
+    local drop=${word%"$keep"}
+    # '@' and '$' break words but stay in the part bash replaces (readline's special prefixes).
+    [[ $drop == *[@\$] ]] && drop=${drop%?}
+    if [[ -n $drop ]]; then
+      for k in "${!COMPREPLY[@]}"; do COMPREPLY[k]=${COMPREPLY[k]#"$drop"}; done
+    fi
+  fi
+}
+# Sets COMPREPLY for cur (the whole word), prev, words and cword of _qwen_recipe.
+_qwen_recipe_replies() {
   local subcommands=")" +
                     words(subcommands) +
                     R"("
@@ -74,11 +116,11 @@ _qwen_recipe() {
   local passes=")" + words(passes) +
                     R"("
   local sub="" i
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in
+  for ((i = 1; i < cword; i++)); do
+    case ${words[i]} in
       --recipes-dir) ((i++)) ;;
       -*) ;;
-      *) sub=${COMP_WORDS[i]}; break ;;
+      *) sub=${words[i]}; break ;;
     esac
   done
   if [[ -z $sub ]]; then
@@ -90,7 +132,13 @@ _qwen_recipe() {
     --gpu) COMPREPLY=($(compgen -W "$gpus" -- "$cur")); return ;;
     --precision) COMPREPLY=($(compgen -W "$precisions" -- "$cur")); return ;;
     --mcore) COMPREPLY=($(compgen -W "$profiles" -- "$cur")); return ;;
-    --format) COMPREPLY=($(compgen -W "slurm torchrun json" -- "$cur")); return ;;
+    --format)
+      if [[ $sub == validate ]]; then
+        COMPREPLY=($(compgen -W "text json" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "slurm torchrun json" -- "$cur"))
+      fi
+      return ;;
     --pipeline)
       local done=""
       [[ $cur == *,* ]] && done=${cur%,*},
@@ -131,7 +179,7 @@ complete -F _qwen_recipe qwen-recipe
 void register_completion(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
   auto shell = std::make_shared<std::string>("bash");
   CLI::App* cmd = app.add_subcommand("completion", "print a shell completion script");
-  cmd->add_option("shell", *shell, "the shell (bash)")->check(CLI::IsMember({"bash"}));
+  cmd->add_option("shell", *shell, "the shell (bash)")->check(one_of({"bash"}));
   cmd->footer("Example:\n  source <(qwen-recipe completion bash)");
   cmd->fallthrough();
   cmd->callback([&app, &global, &action, shell] {

@@ -166,7 +166,7 @@ void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& a
                   "human (default: dyff's layout, grouped by section), brief (one path a line), "
                   "unified (diff -u of the canonical YAML), dotlist (the Hydra overrides that turn "
                   "A into B) or json")
-      ->check(CLI::IsMember({"human", "brief", "unified", "dotlist", "json"}));
+      ->check(one_of({"human", "brief", "unified", "dotlist", "json"}));
   cmd->add_flag("--explain", opts->explain,
                 "name the pass or override that set each changed path (recipe specs)");
   cmd->add_option("--mcore", opts->profile,

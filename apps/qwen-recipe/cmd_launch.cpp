@@ -66,7 +66,7 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
                   "json (the launch config)")
-      ->check(CLI::IsMember({"slurm", "torchrun", "json"}));
+      ->check(one_of({"slurm", "torchrun", "json"}));
   cmd->add_option("-o,--output", opts->output,
                   "write the launch file here (atomically) instead of standard output");
   cmd->add_option("--config", opts->config,
@@ -94,7 +94,7 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
       });
   cmd->add_option("--gpus-per-node", opts->launch.gpus_per_node,
                   "GPUs per node (default: 4 on gb300, gb200, vr200; 8 on b300, b200, h100)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--megatron-bridge", opts->launch.megatron_bridge,
                   "Megatron-Bridge checkout inside the container (default /opt/Megatron-Bridge)");
   cmd->footer("Examples:\n"

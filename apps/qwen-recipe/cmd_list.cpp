@@ -45,7 +45,7 @@ void register_list(CLI::App& app, GlobalOptions& global, std::function<int()>& a
   CLI::App* cmd =
       app.add_subcommand("list", "list recipes, gpus, passes, profiles, invariants or precisions");
   cmd->add_option("what", opts->what, "what to list (default: recipes)")
-      ->check(CLI::IsMember({"recipes", "gpus", "passes", "profiles", "invariants", "precisions"}));
+      ->check(one_of({"recipes", "gpus", "passes", "profiles", "invariants", "precisions"}));
   cmd->add_flag("--markdown", opts->markdown, "Markdown, as in docs/ (recipes and passes)");
   cmd->fallthrough(); // -v, -q and --recipes-dir also after the subcommand
   cmd->callback(

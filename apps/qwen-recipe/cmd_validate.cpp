@@ -1,5 +1,6 @@
-// qwen-recipe validate: the start-up checks (parallelism arithmetic, cuDNN GDN packages) on a
-// config file, standard input or a recipe spec. The report goes to stdout; exit 2 on errors.
+// qwen-recipe validate: every invariant and start-up check a build runs (CUDA graphs, parallelism
+// arithmetic, cuDNN GDN packages) on a config file, standard input or a recipe spec. The report
+// (text or JSON) goes to stdout; exit 2 on errors.
 #include "commands.h"
 #include "config/error.h"
 #include "operands.h"
@@ -12,13 +13,10 @@ namespace qr::cli {
 namespace {
 
 struct ValidateCliOptions {
-  std::string config, env, profile;
+  std::string config, env, profile, format = "text";
   std::optional<std::int64_t> num_gpus;
+  bool strict = false;
 };
-
-std::string plural(std::size_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
 
 int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
@@ -31,6 +29,7 @@ int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
     req.profile = o.profile;
     BuildResult r = compiler->build(req);
     options = validate_options_for(req, r);
+    options.invariants = true; // reported, with the recipe's waivers, like every other check
     config.emplace(std::move(r.config));
   } else {
     config.emplace(
@@ -40,17 +39,10 @@ int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
     options.world_size = o.num_gpus;
   if (!o.env.empty())
     options.env = read_package_env(o.env);
+  options.strict = o.strict;
   const ValidationReport report = validate_config(*config, options);
-  std::string out = label + ": " + report.layout + "\n";
-  for (const Finding& f : report.findings)
-    out += format_finding(f) + "\n";
-  const std::size_t errors = report.count(Finding::Level::Error);
-  out += label + ": " + plural(errors, "error") + ", " +
-         plural(report.count(Finding::Level::Warning), "warning") + ", " +
-         std::to_string(report.count(Finding::Level::Skipped)) + " skipped (" +
-         std::to_string(report.checks) + " checks ran)\n";
-  write_output("", out);
-  return errors > 0 ? 2 : 0;
+  write_output("", o.format == "json" ? report_json(report, label) : report_text(report, label));
+  return report.count(Finding::Level::Error) > 0 ? 2 : 0;
 }
 
 } // namespace
@@ -66,17 +58,21 @@ void register_validate(CLI::App& app, GlobalOptions& global, std::function<int()
   cmd->add_option("--num-gpus", opts->num_gpus,
                   "world size; without it, the checks that need it are skipped (a recipe spec "
                   "has its own)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--env", opts->env,
                   "the training environment: `pip freeze` output or a YAML of package: version; "
                   "without it, the cuDNN GDN package checks are skipped");
+  cmd->add_flag("--strict", opts->strict, "warnings are errors (exit 2)");
+  cmd->add_option("--format", opts->format,
+                  "text (default) or json (one object; its keys are in docs/validate.md)")
+      ->check(one_of({"text", "json"}));
   cmd->add_option("--mcore", opts->profile,
                   "Megatron-Core profile to read the file with (default: the first that fits)");
-  cmd->footer("Exit codes: 0 no errors (warnings allowed), 2 errors.\n"
+  cmd->footer("Exit codes: 0 no errors (warnings allowed unless --strict), 2 errors.\n"
               "Examples:\n"
               "  qwen-recipe validate cfg.yaml --num-gpus 64\n"
               "  pip freeze > env.txt; qwen-recipe validate cfg.yaml --num-gpus 8 --env env.txt\n"
-              "  qwen-recipe validate qwen35_397b@b200");
+              "  qwen-recipe validate qwen35_397b@b200 --strict --format json");
   cmd->fallthrough();
   cmd->callback([opts, &global, &action] {
     action = [opts, &global] { return run_validate(*opts, global); };

@@ -6,10 +6,55 @@
 #include "config/suggest.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
+
+namespace {
+
+// A command's long option names as typed ("--num-gpus"): the candidates for a "did you mean"
+// (every one-letter option is one edit from any other, so those are never suggested).
+std::vector<std::string> long_option_names(const CLI::App& cmd) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : cmd.get_options())
+    for (const std::string& n : opt->get_lnames())
+      names.push_back("--" + n);
+  return names;
+}
+
+// A parse error of a chosen subcommand, pointing at that subcommand's own help; an option it
+// does not have gets the closest one it has (or a global one).
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e) {
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  const CLI::App* sub = chosen.empty() ? nullptr : chosen.front();
+  const std::string help =
+      sub == nullptr ? "qwen-recipe --help" : "qwen-recipe " + sub->get_name() + " --help";
+  std::vector<std::string> extras = app.remaining();
+  if (sub != nullptr) {
+    const std::vector<std::string> own = sub->remaining();
+    extras.insert(extras.begin(), own.begin(), own.end());
+  }
+  const auto option = std::find_if(extras.begin(), extras.end(), [](const std::string& t) {
+    return t.size() > 1 && t[0] == '-';
+  });
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && option != extras.end()) {
+    const std::string word = option->substr(0, option->find('='));
+    std::vector<std::string> names = long_option_names(app);
+    if (sub != nullptr) {
+      const std::vector<std::string> own = long_option_names(*sub);
+      names.insert(names.begin(), own.begin(), own.end());
+    }
+    return "unknown option '" + word + "'" +
+           (sub == nullptr ? std::string() : " for '" + sub->get_name() + "'") +
+           (word.starts_with("--") ? qr::did_you_mean(word, names) : std::string()) + " (see '" +
+           help + "')";
+  }
+  return std::string(e.what()) + " (see '" + help + "')";
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"qwen-recipe: compile Megatron-Bridge performance recipes for Qwen-VL models into "
@@ -66,7 +111,7 @@ int main(int argc, char** argv) {
           extras.front().c_str(), qr::did_you_mean(extras.front(), names).c_str(), list.c_str());
       return 2;
     }
-    std::fprintf(stderr, "error: %s (see 'qwen-recipe --help')\n", e.what());
+    std::fprintf(stderr, "error: %s\n", parse_error_text(app, e).c_str());
     return 2;
   }
   if (quiet > 0)

@@ -25,8 +25,24 @@ struct FieldRef {
   bool in_open_map = false;         // the last step is a key of a map<T> (env_vars.X)
 };
 
+// The build step that made a write: the base config, one pass of the pipeline, or the
+// overrides.
+struct StepId {
+  enum class Kind { Base, Pass, Overrides };
+  Kind kind = Kind::Base;
+  std::string pass; // Kind::Pass: the pass's name
+  int position = 0; // Kind::Pass: its 1-based pipeline position
+
+  [[nodiscard]] static StepId base() { return {}; }
+  [[nodiscard]] static StepId of_pass(std::string name, int position) {
+    return {Kind::Pass, std::move(name), position};
+  }
+  [[nodiscard]] static StepId overrides() { return {Kind::Overrides, {}, 0}; }
+  bool operator==(const StepId&) const = default;
+};
+
 struct Write {
-  std::string step; // the pass ("qwen35-vl-post#7") or "override"
+  StepId step;
   std::string path;
   std::optional<Value> before; // absent: the key did not exist
   std::optional<Value> after;  // absent: the key was deleted
@@ -57,14 +73,14 @@ public:
   bool erase(std::string_view path);
 
   // Writes are recorded under this step name until the next call.
-  void begin_step(std::string step) { step_ = std::move(step); }
+  void begin_step(StepId step) { step_ = std::move(step); }
   [[nodiscard]] const std::vector<Write>& writes() const { return writes_; }
 
 private:
   std::shared_ptr<const Schema> schema_;
   std::string profile_;
   Value root_;
-  std::string step_ = "base";
+  StepId step_;
   std::vector<Write> writes_;
 
   Value* find_mut(const std::vector<std::string>& parts);

@@ -44,16 +44,18 @@ bool within(std::string_view inner, std::string_view outer) {
 } // namespace
 
 std::string step_label(const BuildResult& result, const Write& write) {
-  if (write.step == "overrides") {
+  switch (write.step.kind) {
+  case StepId::Kind::Base:
+    return "base";
+  case StepId::Kind::Pass:
+    return "pass '" + write.step.pass + "' (position " + std::to_string(write.step.position) + ")";
+  case StepId::Kind::Overrides:
     for (auto it = result.overrides.rbegin(); it != result.overrides.rend(); ++it)
       if (it->key == write.path)
         return "override '" + it->token + "'";
     return "overrides";
   }
-  const std::size_t hash = write.step.rfind('#');
-  if (hash == std::string::npos)
-    return write.step;
-  return "pass '" + write.step.substr(0, hash) + "' (position " + write.step.substr(hash + 1) + ")";
+  return {};
 }
 
 std::string last_writer(const BuildResult& result, std::string_view path) {

@@ -3,27 +3,14 @@
 #include "config/error.h"
 #include "passes/registry.h"
 
+#include <algorithm>
+
 namespace qr {
 namespace {
 
-void null_tokenizer(PassContext& ctx) {
-  const Value& vocab = ctx.get("model.vocab_size");
-  if (vocab.is_null())
-    throw Error("pass 'vocab-null-tokenizer': model.vocab_size is null; the null tokenizer takes "
-                "its vocabulary size from the model");
-  ctx.set("tokenizer.tokenizer_type", "NullTokenizer");
-  ctx.set("tokenizer.tokenizer_model", Null{});
-  ctx.set("tokenizer.vocab_size", vocab);
-  ctx.set("tokenizer.use_tokenizer_vocab_size", false);
-}
-
-const std::vector<std::string> kTokenizerWrites{"tokenizer.tokenizer_type",
-                                                "tokenizer.tokenizer_model", "tokenizer.vocab_size",
-                                                "tokenizer.use_tokenizer_vocab_size"};
-
 // The settings Qwen3.5 recipes take from `_qwen35_vl_common` and Qwen3-VL recipes write inline.
 void common_settings(PassContext& ctx, bool qwen35) {
-  null_tokenizer(ctx);
+  run_vocab_null_tokenizer(ctx);
   ctx.set("model.bias_activation_fusion", true);
   ctx.set("model.recompute_granularity", Null{});
   ctx.set("model.recompute_method", Null{});
@@ -44,9 +31,14 @@ void common_settings(PassContext& ctx, bool qwen35) {
   }
 }
 
-std::vector<std::string> with_tokenizer(std::vector<std::string> writes) {
-  writes.insert(writes.begin(), kTokenizerWrites.begin(), kTokenizerWrites.end());
-  return writes;
+} // namespace
+
+void run_qwen35_vl_common(PassContext& ctx) {
+  common_settings(ctx, true);
+}
+
+void run_qwen3_vl_common(PassContext& ctx) {
+  common_settings(ctx, false);
 }
 
 void run_benchmark_common(PassContext& ctx) {
@@ -98,97 +90,22 @@ void run_benchmark_common(PassContext& ctx) {
     ctx.set("model.moe_hybridep_num_sms", 32);
 }
 
-} // namespace
-
-void run_null_tokenizer(PassContext& ctx) {
-  null_tokenizer(ctx);
+void run_vocab_null_tokenizer(PassContext& ctx) {
+  const Value& vocab = ctx.get("model.vocab_size");
+  if (vocab.is_null())
+    throw Error("pass 'vocab-null-tokenizer': model.vocab_size is null; the null tokenizer takes "
+                "its vocabulary size from the model");
+  ctx.set("tokenizer.tokenizer_type", "NullTokenizer");
+  ctx.set("tokenizer.tokenizer_model", Null{});
+  ctx.set("tokenizer.vocab_size", vocab);
+  ctx.set("tokenizer.use_tokenizer_vocab_size", false);
 }
 
-const PassInfo kVocabNullTokenizerPass{
-    .name = "vocab-null-tokenizer",
-    .summary = "use Megatron's NullTokenizer with the model's vocabulary size",
-    .writes = kTokenizerWrites,
-    .run = run_null_tokenizer,
-    .description = "Megatron-Bridge `_use_model_vocab_null_tokenizer`. Fails when "
-                   "`model.vocab_size` is null.",
-};
-
-const PassInfo kQwen35VlCommonPass{
-    .name = "qwen35-vl-common",
-    .summary = "Qwen3.5-VL common perf settings: null tokenizer, fusions, seq 4096, no recompute",
-    .writes = with_tokenizer(
-        {"model.bias_activation_fusion", "model.recompute_granularity", "model.recompute_method",
-         "model.recompute_num_layers", "model.recompute_modules", "model.moe_router_fusion",
-         "model.seq_length", "dataset.seq_length", "model.moe_router_force_load_balancing",
-         "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "model.freeze_language_model",
-         "model.freeze_vision_model"}),
-    .after = {{"precision", "upstream recipes set the precision block first"}},
-    .before = {{"benchmark-common", "benchmark-common builds on the common settings"}},
-    .run = [](PassContext& ctx) { common_settings(ctx, true); },
-    .description = "Megatron-Bridge `_qwen35_vl_common`: runs vocab-null-tokenizer, turns on "
-                   "bias-activation and router fusion, clears recompute, forces sequence length "
-                   "4096 and router load balancing, turns DDP overlap off and unfreezes the "
-                   "language and vision models.",
-};
-
-const PassInfo kQwen3VlCommonPass{
-    .name = "qwen3-vl-common",
-    .summary = "Qwen3-VL common perf settings (the inline copy: keeps the base's freeze flags)",
-    .writes = with_tokenizer({"model.bias_activation_fusion", "model.recompute_granularity",
-                              "model.recompute_method", "model.recompute_num_layers",
-                              "model.moe_router_fusion", "model.seq_length", "dataset.seq_length",
-                              "model.moe_router_force_load_balancing", "ddp.overlap_grad_reduce",
-                              "ddp.overlap_param_gather", "optimizer.overlap_param_gather"}),
-    .after = {{"precision", "upstream recipes set the precision block first"}},
-    .before = {{"benchmark-common", "benchmark-common builds on the common settings"}},
-    .run = [](PassContext& ctx) { common_settings(ctx, false); },
-    .description = "What Qwen3-VL recipes write inline instead of calling `_qwen35_vl_common`: "
-                   "the same settings without `recompute_modules` and the freeze flags (so the "
-                   "base's frozen language and vision models stay frozen, as upstream), plus "
-                   "`optimizer.overlap_param_gather` off.",
-};
-
-const PassInfo kBenchmarkCommonPass{
-    .name = "benchmark-common",
-    .summary = "benchmark settings: 50 iterations, no checkpoints or NaN checks, TE cross-entropy, "
-               "RNG tracker from the current CUDA-graph state",
-    .writes = {"train.train_iters",
-               "train.eval_iters",
-               "train.manual_gc",
-               "train.manual_gc_interval",
-               "tokenizer.use_tokenizer_vocab_size",
-               "checkpoint.save",
-               "checkpoint.load",
-               "logger.log_interval",
-               "logger.tensorboard_dir",
-               "ddp.check_for_nan_in_grad",
-               "ddp.check_for_large_grads",
-               "rerun_state_machine.check_for_nan_in_loss",
-               "scheduler.lr_decay_iters",
-               "scheduler.lr_warmup_iters",
-               "model.use_transformer_engine_op_fuser",
-               "model.apply_rope_fusion",
-               "model.cross_entropy_fusion_impl",
-               "mixed_precision.grad_reduce_in_fp32",
-               "ddp.grad_reduce_in_fp32",
-               "model.cuda_graph_scope",
-               "rng.te_rng_tracker",
-               "model.use_te_rng_tracker",
-               "model.moe_hybridep_num_sms"},
-    .after = {{"precision", "it reads the precision block"},
-              {"parallelism", "it runs after the recipe's own settings"},
-              {"batch", "it runs after the recipe's own settings"},
-              {"dispatcher", "it reads the dispatcher backend (hybridep SMs)"},
-              {"comm-overlap", "it runs after the recipe's CommOverlapConfig"}},
-    .run = run_benchmark_common,
-    .description =
-        "Megatron-Bridge `_benchmark_common(cfg, cross_entropy_impl=\"te\")`: 50 training "
-        "iterations, no eval, manual GC every 100, no checkpoint save/load, log every step, no "
-        "NaN or large-grad checks, LR decay over the run with 10 warm-up steps, the TE op fuser "
-        "off, rope fusion on, TE cross-entropy, fp32 grad reduction off. The TE RNG tracker "
-        "(`rng.te_rng_tracker`, `model.use_te_rng_tracker`) is set from the CUDA-graph impl and "
-        "scope *at this point*: later graph changes do not update it. With the hybridep "
-        "dispatcher, `moe_hybridep_num_sms` is 32.",
-};
+std::vector<std::string> null_tokenizer_writes(std::vector<std::string> more) {
+  std::vector<std::string> writes{"tokenizer.tokenizer_type", "tokenizer.tokenizer_model",
+                                  "tokenizer.vocab_size", "tokenizer.use_tokenizer_vocab_size"};
+  writes.insert(writes.end(), more.begin(), more.end());
+  return writes;
+}
 
 } // namespace qr

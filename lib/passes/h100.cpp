@@ -2,9 +2,8 @@
 #include "passes/registry.h"
 
 namespace qr {
-namespace {
 
-void run_h100_exec(PassContext& ctx) {
+void run_qwen35_vl_35b_h100_exec(PassContext& ctx) {
   ctx.set("model.tensor_model_parallel_size", 1);
   ctx.set("model.pipeline_model_parallel_size", 2);
   ctx.set("model.pipeline_dtype", Schema::dtype_value("torch.bfloat16"));
@@ -52,61 +51,5 @@ void run_h100_exec(PassContext& ctx) {
                         "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"})
     ctx.set(std::string("comm_overlap.") + f, false);
 }
-
-} // namespace
-
-const PassInfo kQwen35Vl35bH100ExecPass{
-    .name = "qwen35-vl-35b-h100-exec",
-    .summary =
-        "H100 Qwen3.5 35B-A3B execution settings: PP2 17/23, hybridep, TE graphs, no overlap",
-    .writes = {"model.tensor_model_parallel_size",
-               "model.pipeline_model_parallel_size",
-               "model.pipeline_dtype",
-               "model.context_parallel_size",
-               "model.virtual_pipeline_model_parallel_size",
-               "model.num_layers_in_first_pipeline_stage",
-               "model.num_layers_in_last_pipeline_stage",
-               "model.expert_model_parallel_size",
-               "model.expert_tensor_parallel_size",
-               "model.sequence_parallel",
-               "model.recompute_granularity",
-               "model.recompute_method",
-               "model.recompute_num_layers",
-               "model.recompute_modules",
-               "model.apply_rope_fusion",
-               "model.moe_token_dispatcher_type",
-               "model.moe_flex_dispatcher_backend",
-               "model.moe_hybridep_num_sms",
-               "model.moe_flex_dispatcher_num_sms",
-               "model.moe_hybridep_num_sms_preprocessing",
-               "model.moe_permute_fusion",
-               "model.moe_permute_fusion_into_hybridep",
-               "model.moe_shared_expert_overlap",
-               "model.overlap_dispatch_backward_with_experts_wgrad",
-               "model.batch_p2p_sync",
-               "model.cuda_graph_impl",
-               "model.cuda_graph_modules",
-               "model.cuda_graph_scope",
-               "model.vision_cuda_graph_impl",
-               "model.vision_cuda_graph_scope",
-               "model.max_vision_cuda_graph_seq_length",
-               "model.use_te_rng_tracker",
-               "rng.te_rng_tracker",
-               "ddp.overlap_grad_reduce",
-               "ddp.overlap_param_gather",
-               "optimizer.overlap_param_gather",
-               "optimizer.overlap_param_gather_with_optimizer_step",
-               "comm_overlap"},
-    .after = {{"benchmark-common",
-               "it undoes part of benchmark-common (hybridep SMs, rope fusion)"}},
-    .ensures = {"te-rng-tracker-with-graphs"},
-    .run = run_h100_exec,
-    .description =
-        "Upstream `_apply_qwen35_vl_35b_a3b_16gpu_h100_execution_config` "
-        "(`recipes/qwen_vl/h100/qwen35_vl.py`): TP1 PP2 (17/23 layers, bf16 pipeline dtype) EP8, "
-        "no recompute, the flex/hybridep dispatcher with 16 SMs, TE CUDA graphs for [attn, "
-        "moe_router, moe_preprocess] and the vision tower's [attn, mlp] (up to 784 tokens), the "
-        "TE RNG tracker on, and every DDP, optimizer and CommOverlapConfig overlap off.",
-};
 
 } // namespace qr

@@ -1,12 +1,12 @@
-// A pass: a small named unit that rewrites the config, declared once in the registry with its
-// options, the fields it writes, its ordering constraints and the invariants it leaves true.
-// The pipeline checks ordering before any pass runs and invariants after each one.
+// A pass: a small named unit that rewrites the config, declared once in passes/passes.def with
+// its options, the fields it writes, the properties it needs, provides and destroys, and the
+// invariants it leaves true. The pipeline checks ordering before any pass runs and invariants
+// after each one.
 #pragma once
 
 #include "config/config.h"
 #include "config/value.h"
 
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -22,11 +22,22 @@ struct PassOption {
   std::string type; // schema type notation, e.g. "str{fla|transformer_engine}", "int?", "bool"
   bool required = false;
   std::string help;
+  std::string field = {}; // the config path the option's value is written to, if it is one
 };
 
-// "X must run after Y" (declared on X), with the reason shown in errors and docs.
-struct OrderRule {
-  std::string pass;
+// A fact about the config that passes provide or destroy, as GCC's pass properties
+// (`precision-set`, `graphs-disabled`). Ordering is checked on them before any pass runs.
+struct PassProperty {
+  std::string name;
+  std::string meaning; // one line, for errors and docs
+  // Whether a base config already has it (a --base file may carry a CommOverlapConfig); null:
+  // only a pass provides it.
+  bool (*holds_in)(const Config&) = nullptr;
+};
+
+// A pass's rule about one property, with the reason shown in errors and docs.
+struct PropertyRule {
+  std::string property;
   std::string why;
 };
 
@@ -59,6 +70,9 @@ public:
   [[nodiscard]] const Schema& schema() const { return config_.schema(); }
   // An option's value; throws if absent (required options are checked before the run).
   [[nodiscard]] const Value& arg(std::string_view name) const;
+  // Writes each option given that names a field (PassOption::field) to that field, in the
+  // pass's option order.
+  void set_option_fields();
 
   // Writes a field; it must be one the pass declares (or, for `set`/`env`, one of its keys).
   void set(std::string_view path, Value v);
@@ -72,23 +86,34 @@ private:
   const Catalog& catalog_;
 };
 
+using RawOptions = std::vector<std::pair<std::string, std::string>>; // key, value text
+
 struct PassInfo {
   std::string name = {};
-  std::string summary = {}; // one line
-  std::vector<PassOption> options = {};
-  // Dotted paths the pass may write; a section name covers its fields.
-  std::vector<std::string> writes = {};
-  std::vector<OrderRule> after = {};     // when both are in a pipeline, these run earlier
-  std::vector<OrderRule> before = {};    // when both are in a pipeline, these run later
-  bool last = false;                     // nothing may follow it
-  std::vector<std::string> ensures = {}; // invariants the pass leaves true (checked right after)
+  void (*run)(PassContext&) = nullptr;
   // Passes whose option keys are config paths or env var names (`set`, `env`): they type their
   // own options against the base config before the pipeline runs, and write exactly those keys.
-  std::function<PassArgs(const std::vector<std::pair<std::string, std::string>>& raw,
-                         const Config& base, const Catalog& catalog)>
-      bind_free_options = {};
-  void (*run)(PassContext&) = nullptr;
-  std::string description = {}; // longer text for docs/passes.md
+  PassArgs (*bind_free_options)(const RawOptions& raw, const Config& base,
+                                const Catalog& catalog) = nullptr;
+  std::string summary = {}; // one line
+  std::vector<PassOption> options = {};
+  // Dotted paths the pass may write besides its options' fields; a section covers its fields.
+  std::vector<std::string> writes = {};
+  // Ordering, on properties (GCC's properties_required/provided/destroyed): `required` must
+  // hold when the pass runs; `after`/`before`: every pass in the pipeline that provides the
+  // property runs earlier / later.
+  std::vector<PropertyRule> after = {};
+  std::vector<PropertyRule> required = {};
+  std::vector<PropertyRule> before = {};
+  std::vector<std::string> provided = {};
+  std::vector<std::string> destroyed = {};
+  bool last = false;                     // nothing may follow it
+  std::vector<std::string> ensures = {}; // invariants the pass leaves true (checked right after)
+  std::string description = {};          // longer text for docs/passes.md
+
+  // `writes`, then each option's field that no entry of `writes` already covers.
+  [[nodiscard]] std::vector<std::string> declared_writes() const;
+  [[nodiscard]] bool provides(std::string_view property) const;
 };
 
 // A name for a fixed sequence of passes (an upstream composite helper).

@@ -7,6 +7,7 @@
 #include "passes/registry.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <spdlog/spdlog.h>
 
@@ -197,28 +198,100 @@ void Pipeline::bind(const Config& base, const Catalog& catalog) {
         throw Error("pipeline: " + inv.label() + " needs option '" + o.name + "' (" + o.help +
                     "), e.g. " + info.name + "{" + o.name + "=...}");
   }
+  base_properties_.clear();
+  for (const PassProperty& p : pass_properties())
+    if (p.holds_in != nullptr && p.holds_in(base))
+      base_properties_.insert(p.name);
 }
 
+namespace {
+
+// "'a', 'b' or 'c'": the passes that provide `property`, for the fix in an error.
+std::string quoted_providers(const std::string& property) {
+  const std::vector<std::string> names = providers_of(property);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("'" + names[i] + "'");
+  return out;
+}
+
+std::string meaning_of(const std::string& property) {
+  const PassProperty* p = find_property(property);
+  if (p == nullptr)
+    throw Error("internal: unknown pass property '" + property + "'");
+  return p->meaning;
+}
+
+} // namespace
+
 void Pipeline::check_order() const {
-  for (const PassInvocation& a : passes_) {
-    for (const OrderRule& rule : a.info->after)
-      for (const PassInvocation& b : passes_)
-        if (b.info->name == rule.pass && b.position > a.position)
-          throw Error("pipeline: " + a.label() + " must run after '" + b.info->name +
-                      "' (position " + std::to_string(b.position) + "): " + rule.why + "; move '" +
-                      a.info->name + "' after '" + b.info->name + "'");
-    for (const OrderRule& rule : a.info->before)
-      for (const PassInvocation& b : passes_)
-        if (b.info->name == rule.pass && b.position < a.position)
-          throw Error("pipeline: " + a.label() + " must run before '" + b.info->name +
-                      "' (position " + std::to_string(b.position) + "): " + rule.why + "; move '" +
-                      a.info->name + "' before '" + b.info->name + "'");
-    if (a.info->last && a.position != static_cast<int>(passes_.size())) {
-      const PassInvocation& next = passes_[static_cast<std::size_t>(a.position)];
+  check_pass_order(passes_, base_properties_);
+}
+
+void check_pass_order(const std::vector<PassInvocation>& passes, std::set<std::string> current) {
+  std::map<std::string, const PassInvocation*> destroyed_by;
+  auto provider = [&](const std::string& property, std::size_t from,
+                      std::size_t to) -> const PassInvocation* {
+    for (std::size_t i = from; i < to; ++i)
+      if (passes[i].info->provides(property))
+        return &passes[i];
+    return nullptr;
+  };
+  auto must_run_after = [](const PassInvocation& a, const PassInvocation& b,
+                           const std::string& why) {
+    return Error("pipeline: " + a.label() + " must run after '" + b.info->name + "' (position " +
+                 std::to_string(b.position) + "): " + why + "; move '" + a.info->name +
+                 "' after '" + b.info->name + "'");
+  };
+  for (const PassInvocation& a : passes) {
+    const auto here = static_cast<std::size_t>(a.position - 1);
+    for (const PropertyRule& rule : a.info->after)
+      if (const PassInvocation* b = provider(rule.property, here + 1, passes.size()))
+        throw must_run_after(a, *b, rule.why);
+    for (const PropertyRule& rule : a.info->required) {
+      if (current.count(rule.property))
+        continue;
+      if (const PassInvocation* b = provider(rule.property, here + 1, passes.size()))
+        throw must_run_after(a, *b, rule.why);
+      const std::string lost = destroyed_by.count(rule.property)
+                                   ? "which " + destroyed_by[rule.property]->label() + " destroys"
+                                   : "which no pass before it provides";
+      throw Error("pipeline: " + a.label() + " requires property '" + rule.property + "' (" +
+                  meaning_of(rule.property) + "), " + lost + ": " + rule.why + "; add " +
+                  quoted_providers(rule.property) + " before it");
+    }
+    for (const PropertyRule& rule : a.info->before)
+      if (const PassInvocation* b = provider(rule.property, 0, here))
+        throw Error("pipeline: " + a.label() + " must run before '" + b->info->name +
+                    "' (position " + std::to_string(b->position) + "): " + rule.why + "; move '" +
+                    a.info->name + "' before '" + b->info->name + "'");
+    if (a.info->last && here + 1 != passes.size()) {
+      const PassInvocation& next = passes[here + 1];
       throw Error("pipeline: " + a.label() + " must be the last pass, but " + next.label() +
                   " follows it; move '" + a.info->name + "' to the end");
     }
+    for (const std::string& p : a.info->provided) {
+      current.insert(p);
+      destroyed_by.erase(p);
+    }
+    for (const std::string& p : a.info->destroyed)
+      if (current.erase(p) > 0)
+        destroyed_by[p] = &a;
   }
+}
+
+void Pipeline::insert(std::size_t index, const Pipeline& other) {
+  passes_.insert(passes_.begin() + static_cast<std::ptrdiff_t>(index), other.passes_.begin(),
+                 other.passes_.end());
+  for (std::size_t i = 0; i < passes_.size(); ++i)
+    passes_[i].position = static_cast<int>(i + 1);
+}
+
+std::optional<std::size_t> Pipeline::last_index_of(std::string_view pass) const {
+  for (std::size_t i = passes_.size(); i-- > 0;)
+    if (passes_[i].info->name == pass)
+      return i;
+  return std::nullopt;
 }
 
 std::string Pipeline::text() const {
@@ -266,21 +339,25 @@ void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrid
   const auto always = invariants(false);
   check_invariants(config, always, waivers, "in the base config (pipeline start)");
   for (const PassInvocation& inv : pipeline.passes()) {
-    config.begin_step(inv.info->name + "#" + std::to_string(inv.position));
+    config.begin_step(inv.step());
     const Value before = config.root();
     PassContext ctx(config, *inv.info, inv.args, catalog);
     inv.info->run(ctx);
     auto to_check = always;
-    for (const std::string& name : inv.info->ensures)
-      if (const InvariantInfo* i = find_invariant(name);
-          i != nullptr && std::find(to_check.begin(), to_check.end(), i) == to_check.end())
+    for (const std::string& name : inv.info->ensures) {
+      const InvariantInfo* i = find_invariant(name);
+      if (i == nullptr)
+        throw Error("internal: pass '" + inv.info->name + "' ensures unknown invariant '" + name +
+                    "'");
+      if (std::find(to_check.begin(), to_check.end(), i) == to_check.end())
         to_check.push_back(i);
+    }
     check_invariants(config, to_check, waivers, "after " + inv.label());
     if (hooks.after_change && !(before == config.root()))
       hooks.after_change(inv.info->name + " (position " + std::to_string(inv.position) + ")",
                          config);
   }
-  config.begin_step("overrides");
+  config.begin_step(StepId::overrides());
   const Value before = config.root();
   for (const Override& o : overrides)
     apply_override(config, o);

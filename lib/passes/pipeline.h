@@ -1,12 +1,15 @@
 // Pipelines are text: `precision{p=fp8mx},qwen35-vl-common,gdn-backend{backend=fla}`.
 // Parsing names every error's element and offending text; ordering is checked over the whole
-// list before any pass runs; invariants are checked after each pass, and after overrides.
+// list before any pass runs, by simulating the passes' properties (passes.def); invariants are
+// checked after each pass, and after overrides.
 #pragma once
 
 #include "overrides/overrides.h"
 #include "passes/pass.h"
 
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,10 +21,13 @@ class Catalog;
 
 struct PassInvocation {
   const PassInfo* info = nullptr;
-  std::vector<std::pair<std::string, std::string>> raw_options; // key, value text
-  PassArgs args;                                                // typed by bind()
-  int position = 0;                                             // 1-based, after expansion
-  std::string via;                                              // named pipeline, if expanded
+  RawOptions raw_options; // key, value text
+  PassArgs args;          // typed by bind()
+  int position = 0;       // 1-based, after expansion
+  std::string via;        // named pipeline, if expanded
+
+  // The step its writes are logged under.
+  [[nodiscard]] StepId step() const { return StepId::of_pass(info->name, position); }
 
   // `name{k=v,...}`, options in the order given.
   [[nodiscard]] std::string text() const;
@@ -41,10 +47,18 @@ public:
   // Parses and expands named pipelines; throws qr::Error for bad syntax or unknown passes.
   static Pipeline parse(std::string_view text);
 
-  // Types every pass's options (against the base config for `set`/`env`).
+  // Types every pass's options (against the base config for `set`/`env`), and notes the
+  // properties the base config already has.
   void bind(const Config& base, const Catalog& catalog);
-  // Throws when an ordering rule is broken, naming both passes, their positions and the fix.
+  // Simulates the passes' properties in order (GCC: a pass's `required` must hold; then
+  // current = (current | provided) - destroyed) and checks the `after`/`before`/`last` rules.
+  // Throws when one is broken, naming the passes, their positions, the property and the fix.
   void check_order() const;
+
+  // Inserts `other`'s passes before position `index` (0-based) and renumbers.
+  void insert(std::size_t index, const Pipeline& other);
+  // The 0-based index of the last invocation of `pass`, if any.
+  [[nodiscard]] std::optional<std::size_t> last_index_of(std::string_view pass) const;
 
   [[nodiscard]] const std::vector<PassInvocation>& passes() const { return passes_; }
   // Canonical one-line text (parses back to the same pipeline).
@@ -52,7 +66,12 @@ public:
 
 private:
   std::vector<PassInvocation> passes_;
+  std::set<std::string> base_properties_; // what the base config has (bind)
 };
+
+// The check behind Pipeline::check_order, over any invocations (positions 1..n in order) and
+// the properties that hold before the first.
+void check_pass_order(const std::vector<PassInvocation>& passes, std::set<std::string> current);
 
 struct RunHooks {
   // Called after each step that changed the config (`--print-after-all`).

@@ -7,65 +7,29 @@
 #include "recipes/catalog.h"
 
 namespace qr {
-namespace {
 
-struct OptionField {
-  const char* option;
-  const char* path;
-};
-
-// Writes the options given, each to its field.
-template <std::size_t N>
-void write_given(PassContext& ctx, const OptionField (&fields)[N]) {
-  for (const OptionField& f : fields)
-    if (const Value* v = ctx.args().find(f.option))
-      ctx.set(f.path, *v);
+void run_parallelism(PassContext& ctx) {
+  ctx.set_option_fields();
 }
 
-constexpr OptionField kParallelismFields[] = {
-    {"tp", "model.tensor_model_parallel_size"},
-    {"pp", "model.pipeline_model_parallel_size"},
-    {"vp", "model.virtual_pipeline_model_parallel_size"},
-    {"cp", "model.context_parallel_size"},
-    {"ep", "model.expert_model_parallel_size"},
-    {"etp", "model.expert_tensor_parallel_size"},
-    {"sp", "model.sequence_parallel"},
-    {"first", "model.num_layers_in_first_pipeline_stage"},
-    {"last", "model.num_layers_in_last_pipeline_stage"},
-};
-
-constexpr OptionField kCommOverlapFields[] = {
-    {"tp", "comm_overlap.tp_comm_overlap"},
-    {"grad", "comm_overlap.overlap_grad_reduce"},
-    {"param", "comm_overlap.overlap_param_gather"},
-    {"opt_step", "comm_overlap.overlap_param_gather_with_optimizer_step"},
-    {"moe_ep", "comm_overlap.overlap_moe_expert_parallel_comm"},
-    {"delay_wgrad", "comm_overlap.delay_wgrad_compute"},
-};
-
-template <std::size_t N>
-std::vector<std::string> paths_of(const OptionField (&fields)[N]) {
-  std::vector<std::string> out;
-  for (const OptionField& f : fields)
-    out.emplace_back(f.path);
-  return out;
+void run_batch(PassContext& ctx) {
+  ctx.set_option_fields();
 }
 
 void run_comm_overlap(PassContext& ctx) {
   ctx.set("comm_overlap", ctx.schema().instantiate(*ctx.schema().class_named("CommOverlapConfig"),
                                                    ctx.config().profile()));
-  write_given(ctx, kCommOverlapFields);
+  ctx.set_option_fields();
 }
 
-void run_overlap_with_optimizer_step(PassContext& ctx) {
+void run_overlap_param_gather_with_optimizer_step(PassContext& ctx) {
   ctx.set("optimizer.overlap_param_gather_with_optimizer_step", true);
   if (!ctx.get("comm_overlap").is_null())
     ctx.set("comm_overlap.overlap_param_gather_with_optimizer_step", true);
 }
 
 // set{a.b=1,c.d=x}: each key is a config path, typed by the schema against the base config.
-PassArgs bind_set(const std::vector<std::pair<std::string, std::string>>& raw, const Config& base,
-                  const Catalog&) {
+PassArgs bind_set(const RawOptions& raw, const Config& base, const Catalog&) {
   PassArgs args;
   for (const auto& [key, text] : raw) {
     std::string why;
@@ -87,9 +51,8 @@ void run_set(PassContext& ctx) {
 
 // set-if-field{...}: like set, but a path that is no field in this Megatron-Core profile is
 // skipped with a note, as upstream's `hasattr` guards do.
-PassArgs bind_set_if_field(const std::vector<std::pair<std::string, std::string>>& raw,
-                           const Config& base, const Catalog& catalog) {
-  std::vector<std::pair<std::string, std::string>> present;
+PassArgs bind_set_if_field(const RawOptions& raw, const Config& base, const Catalog& catalog) {
+  RawOptions present;
   for (const auto& [key, text] : raw) {
     std::string why;
     if (base.resolve(key, &why))
@@ -116,8 +79,7 @@ void run_set_if_field(PassContext& ctx) {
 
 // env{presets=[perf,hybridep],NAME=value,...}: env_vars replaced wholesale by the common
 // variables, then each preset in order, then the variables given.
-PassArgs bind_env(const std::vector<std::pair<std::string, std::string>>& raw, const Config& base,
-                  const Catalog& catalog) {
+PassArgs bind_env(const RawOptions& raw, const Config& base, const Catalog& catalog) {
   PassArgs args;
   const TypePtr env_value = parse_type("int | str");
   const TypePtr preset_list = parse_type("list<str>");
@@ -150,99 +112,5 @@ void run_env(PassContext& ctx) {
       env.set(k, v);
   ctx.set("env_vars", std::move(env));
 }
-
-} // namespace
-
-const PassInfo kParallelismPass{
-    .name = "parallelism",
-    .summary = "model parallelism: TP, PP, VP, CP, EP, ETP, SP and first/last pipeline stages",
-    .options = {{"tp", "int", false, "tensor parallel size"},
-                {"pp", "int", false, "pipeline parallel size"},
-                {"vp", "int?", false, "virtual pipeline size (null: none)"},
-                {"cp", "int", false, "context parallel size"},
-                {"ep", "int", false, "expert parallel size"},
-                {"etp", "int?", false, "expert tensor parallel size"},
-                {"sp", "bool", false, "sequence parallel"},
-                {"first", "int?", false, "layers in the first pipeline stage"},
-                {"last", "int?", false, "layers in the last pipeline stage"}},
-    .writes = paths_of(kParallelismFields),
-    .run = [](PassContext& ctx) { write_given(ctx, kParallelismFields); },
-    .description = "A recipe's parallel layout. Writes only the options given.",
-};
-
-const PassInfo kBatchPass{
-    .name = "batch",
-    .summary = "micro and global batch size",
-    .options = {{"mbs", "int", false, "train.micro_batch_size"},
-                {"gbs", "int", false, "train.global_batch_size"}},
-    .writes = {"train.micro_batch_size", "train.global_batch_size"},
-    .run =
-        [](PassContext& ctx) {
-          if (const Value* v = ctx.args().find("mbs"))
-            ctx.set("train.micro_batch_size", *v);
-          if (const Value* v = ctx.args().find("gbs"))
-            ctx.set("train.global_batch_size", *v);
-        },
-    .description = "A recipe's batch sizes.",
-};
-
-const PassInfo kCommOverlapPass{
-    .name = "comm-overlap",
-    .summary = "a fresh CommOverlapConfig with the given overlap flags (replaces comm_overlap)",
-    .options = {{"tp", "bool", false, "tp_comm_overlap"},
-                {"grad", "bool", false, "overlap_grad_reduce"},
-                {"param", "bool", false, "overlap_param_gather"},
-                {"opt_step", "bool", false, "overlap_param_gather_with_optimizer_step"},
-                {"moe_ep", "bool", false, "overlap_moe_expert_parallel_comm"},
-                {"delay_wgrad", "bool", false, "delay_wgrad_compute"}},
-    .writes = {"comm_overlap"},
-    .run = run_comm_overlap,
-    .description = "The recipe's `CommOverlapConfig(...)` construction: it *replaces* "
-                   "`comm_overlap`, so flags not given take the class defaults (null).",
-};
-
-const PassInfo kOverlapWithOptimizerStepPass{
-    .name = "overlap-param-gather-with-optimizer-step",
-    .summary = "overlap the parameter all-gather with the optimizer step",
-    .writes = {"optimizer.overlap_param_gather_with_optimizer_step",
-               "comm_overlap.overlap_param_gather_with_optimizer_step"},
-    .after = {{"comm-overlap", "comm-overlap replaces the CommOverlapConfig it edits"}},
-    .run = run_overlap_with_optimizer_step,
-    .description = "Megatron-Bridge `_enable_overlap_param_gather_with_optimizer_step`: on in "
-                   "the optimizer, and in `comm_overlap` when there is one. Last inside "
-                   "upstream's composite helpers.",
-};
-
-const PassInfo kSetPass{
-    .name = "set",
-    .summary = "set config fields: set{model.moe_use_grouped_tensor=true,...}",
-    .bind_free_options = bind_set,
-    .run = run_set,
-    .description = "Writes each `path=value` option, typed by the schema (unknown paths and wrong "
-                   "types fail before the pipeline runs). For a recipe's own one-off settings.",
-};
-
-const PassInfo kSetIfFieldPass{
-    .name = "set-if-field",
-    .summary = "set config fields where this Megatron-Core profile has them, skip the rest",
-    .bind_free_options = bind_set_if_field,
-    .run = run_set_if_field,
-    .description = "Like `set`, for fields that only newer Megatron-Core has: a path that is no "
-                   "field in the profile is left out with a note, never invented (upstream sets "
-                   "such attributes behind `hasattr` checks, or as dead attributes that "
-                   "Megatron-Bridge never serializes). Unknown paths are still errors.",
-};
-
-const PassInfo kEnvPass{
-    .name = "env",
-    .summary = "the run's environment variables, set wholesale: common + presets + extras",
-    .last = true,
-    .bind_free_options = bind_env,
-    .run = run_env,
-    .description = "Replaces `env_vars` with Megatron-Bridge's COMMON_PERF_ENV_VARS "
-                   "(recipes/env.yaml `common`), then each preset in `presets=[...]` in order, "
-                   "then the `NAME=value` options. Must be the last pass, since it replaces "
-                   "env_vars wholesale.",
-};
 
 } // namespace qr

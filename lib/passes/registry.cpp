@@ -2,59 +2,43 @@
 
 namespace qr {
 
-const std::vector<const PassInfo*>& pass_registry() {
-  // In the order a recipe runs them.
-  static const std::vector<const PassInfo*> passes{
-      &kPrecisionPass,
-      &kVocabNullTokenizerPass,
-      &kQwen35VlCommonPass,
-      &kQwen3VlCommonPass,
-      &kParallelismPass,
-      &kBatchPass,
-      &kDispatcherPass,
-      &kCudaGraphsPass,
-      &kCommOverlapPass,
-      &kBenchmarkCommonPass,
-      &kQwen35VlPostPass,
-      &kClearCudaGraphScopePass,
-      &kOverlapWithOptimizerStepPass,
-      &kPartialCudaGraphsPass,
-      &kGdnBackendPass,
-      &kFinalizeQwen3VlPass,
-      &kMoeA2aOverlapPass,
-      &kNcclepPass,
-      &kFusedGroupedMlpPass,
-      &kQwen35Vl35bH100ExecPass,
-      &kSetPass,
-      &kSetIfFieldPass,
-      &kEnvPass,
+const std::vector<PassInfo>& pass_registry() {
+  static const std::vector<PassInfo> passes{
+#define PASS(id, pass_name, ...) PassInfo{.name = pass_name, .run = run_##id, __VA_ARGS__},
+#define PASS_WITH_FREE_OPTIONS(id, pass_name, ...)                                                 \
+  PassInfo{.name = pass_name, .run = run_##id, .bind_free_options = bind_##id, __VA_ARGS__},
+#include "passes/passes.def"
   };
   return passes;
 }
 
+const std::vector<PassProperty>& pass_properties() {
+  static const std::vector<PassProperty> properties{
+#define PROPERTY(name, ...) PassProperty{name, __VA_ARGS__},
+#include "passes/passes.def"
+  };
+  return properties;
+}
+
 const std::vector<NamedPipeline>& named_pipelines() {
-  // Upstream's composite helpers, expanded.
   static const std::vector<NamedPipeline> pipelines{
-      {"qwen35-vl-post-clear-scope", "`_qwen35_vl_post_clear_scope` (GDN branch)",
-       "qwen35-vl-post,clear-cuda-graph-scope"},
-      {"qwen35-vl-post-with-overlap", "`_qwen35_vl_post_with_overlap`",
-       "qwen35-vl-post,overlap-param-gather-with-optimizer-step"},
-      {"qwen35-vl-post-clear-scope-with-overlap", "`_qwen35_vl_post_clear_scope_with_overlap`",
-       "qwen35-vl-post,clear-cuda-graph-scope,overlap-param-gather-with-optimizer-step"},
-      {"finalize-qwen3-vl-with-overlap", "`_finalize_qwen3_vl_with_overlap`",
-       "finalize-qwen3-vl,overlap-param-gather-with-optimizer-step"},
-      {"finalize-qwen3-vl-moe-a2a-overlap", "`_finalize_qwen3_vl_with_moe_a2a_overlap`",
-       "finalize-qwen3-vl,moe-a2a-overlap"},
-      {"finalize-qwen3-vl-moe-a2a-and-overlap", "`_finalize_qwen3_vl_with_moe_a2a_and_overlap`",
-       "finalize-qwen3-vl,moe-a2a-overlap,overlap-param-gather-with-optimizer-step"},
+#define NAMED_PIPELINE(name, upstream, expansion) NamedPipeline{name, upstream, expansion},
+#include "passes/passes.def"
   };
   return pipelines;
 }
 
 const PassInfo* find_pass(std::string_view name) {
-  for (const PassInfo* p : pass_registry())
-    if (p->name == name)
-      return p;
+  for (const PassInfo& p : pass_registry())
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+const PassProperty* find_property(std::string_view name) {
+  for (const PassProperty& p : pass_properties())
+    if (p.name == name)
+      return &p;
   return nullptr;
 }
 
@@ -65,10 +49,18 @@ const NamedPipeline* find_named_pipeline(std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::string> providers_of(std::string_view property) {
+  std::vector<std::string> names;
+  for (const PassInfo& p : pass_registry())
+    if (p.provides(property))
+      names.push_back(p.name);
+  return names;
+}
+
 std::vector<std::string> registered_names() {
   std::vector<std::string> names;
-  for (const PassInfo* p : pass_registry())
-    names.push_back(p->name);
+  for (const PassInfo& p : pass_registry())
+    names.push_back(p.name);
   for (const NamedPipeline& p : named_pipelines())
     names.push_back(p.name);
   return names;

@@ -1,5 +1,5 @@
-// The pass registry: one entry per pass and per named pipeline. It drives `list passes`,
-// docs/passes.md and the pipeline parser.
+// The pass registry, built from passes/passes.def: every pass, property and named pipeline. It
+// drives `list passes`, docs/passes.md, completion and the pipeline parser.
 #pragma once
 
 #include "passes/pass.h"
@@ -9,39 +9,26 @@
 
 namespace qr {
 
-// Each pass family's file defines its entries.
-extern const PassInfo kPrecisionPass;
-extern const PassInfo kVocabNullTokenizerPass;
-extern const PassInfo kQwen35VlCommonPass;
-extern const PassInfo kQwen3VlCommonPass;
-extern const PassInfo kBenchmarkCommonPass;
-extern const PassInfo kParallelismPass;
-extern const PassInfo kBatchPass;
-extern const PassInfo kDispatcherPass;
-extern const PassInfo kCommOverlapPass;
-extern const PassInfo kCudaGraphsPass;
-extern const PassInfo kQwen35VlPostPass;
-extern const PassInfo kClearCudaGraphScopePass;
-extern const PassInfo kOverlapWithOptimizerStepPass;
-extern const PassInfo kPartialCudaGraphsPass;
-extern const PassInfo kGdnBackendPass;
-extern const PassInfo kFinalizeQwen3VlPass;
-extern const PassInfo kMoeA2aOverlapPass;
-extern const PassInfo kNcclepPass;
-extern const PassInfo kFusedGroupedMlpPass;
-extern const PassInfo kQwen35Vl35bH100ExecPass;
-extern const PassInfo kSetPass;
-extern const PassInfo kSetIfFieldPass;
-extern const PassInfo kEnvPass;
+// Each pass's body, defined in its family file.
+#define PASS(id, name, ...) void run_##id(PassContext& ctx);
+#define PASS_WITH_FREE_OPTIONS(id, name, ...)                                                      \
+  void run_##id(PassContext& ctx);                                                                 \
+  PassArgs bind_##id(const RawOptions& raw, const Config& base, const Catalog& catalog);
+#include "passes/passes.def"
 
-const std::vector<const PassInfo*>& pass_registry();
+// In passes.def order (the order a recipe runs them).
+const std::vector<PassInfo>& pass_registry();
+const std::vector<PassProperty>& pass_properties();
 const std::vector<NamedPipeline>& named_pipelines();
 const PassInfo* find_pass(std::string_view name);
+const PassProperty* find_property(std::string_view name);
 const NamedPipeline* find_named_pipeline(std::string_view name);
-// Every pass and named-pipeline name, for "did you mean".
+// The names of the passes that provide `property`, in registry order.
+std::vector<std::string> providers_of(std::string_view property);
+// Every pass and named-pipeline name, for "did you mean" and completion.
 std::vector<std::string> registered_names();
 
-// Shared by the passes that start with the null tokenizer.
-void run_null_tokenizer(PassContext& ctx);
+// vocab-null-tokenizer's writes followed by `more`, for the passes that run it first.
+std::vector<std::string> null_tokenizer_writes(std::vector<std::string> more = {});
 
 } // namespace qr

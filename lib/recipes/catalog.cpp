@@ -4,7 +4,6 @@
 #include "config/scalars.h"
 #include "config/suggest.h"
 
-#include <cctype>
 #include <set>
 
 namespace qr {
@@ -69,6 +68,15 @@ std::string substitute(const YamlDoc& doc, const YamlNode& at, const std::string
     last = from = close + 1;
   }
   return out + text.substr(last);
+}
+
+// A recipe's pipeline text, parsed when the catalogue loads; errors name the recipe file.
+Pipeline parse_pipeline(const YamlDoc& doc, const YamlNode& at, const std::string& text) {
+  try {
+    return Pipeline::parse(text);
+  } catch (const Error& e) {
+    throw Error(doc.where(at) + ": " + e.what());
+  }
 }
 
 // The schema's default for `model` is an empty map: a config has a model once it has a class.
@@ -179,7 +187,7 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
   struct Inherit {
     std::size_t index;
     std::string from_gpu;
-    std::string insert;
+    Pipeline insert;
     std::string where;
   };
   std::vector<Inherit> inherits;
@@ -195,8 +203,9 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
       r.source = need(*doc, *v, "source", YamlNode::Kind::Scalar).text;
       if (const YamlNode* from = get(*v, "inherit")) {
         const YamlNode* insert = get(*v, "insert_before_env");
-        inherits.push_back(
-            {c.recipes_.size(), from->text, insert ? insert->text : "", doc->where(*from)});
+        inherits.push_back({c.recipes_.size(), from->text,
+                            insert ? parse_pipeline(*doc, *insert, insert->text) : Pipeline{},
+                            doc->where(*from)});
         c.recipes_.push_back(std::move(r));
         continue;
       }
@@ -212,8 +221,8 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
           throw Error(doc->where(*precisions) + ": unknown precision '" + p + "'");
         PrecisionVariant pv;
         const YamlNode* own = spec != nullptr ? get(*spec, "pipeline") : nullptr;
-        pv.pipeline =
-            substitute(*doc, own ? *own : pipeline, own ? own->text : pipeline.text, p, vars);
+        const YamlNode& text = own ? *own : pipeline;
+        pv.pipeline = parse_pipeline(*doc, text, substitute(*doc, text, text.text, p, vars));
         pv.waivers = recipe_waivers;
         for (Waiver& w : waivers_of(spec != nullptr ? get(*spec, "waive") : nullptr))
           pv.waivers.push_back(std::move(w));
@@ -239,24 +248,14 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
     if (parent == c.recipes_.end())
       throw Error(in.where + ": no " + in.from_gpu + " recipe for " + r.model + " to inherit");
     r.precisions = parent->precisions;
-    if (in.insert.empty())
+    if (in.insert.passes().empty())
       continue;
     for (auto& [p, variant] : r.precisions) {
-      // The last `,\s*env{`.
-      const std::string& text = variant.pipeline;
-      std::size_t at = std::string::npos;
-      for (std::size_t comma = text.find(','); comma != std::string::npos;
-           comma = text.find(',', comma + 1)) {
-        std::size_t i = comma + 1;
-        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
-          ++i;
-        if (text.compare(i, 4, "env{") == 0)
-          at = comma;
-      }
-      if (at == std::string::npos)
+      const std::optional<std::size_t> env = variant.pipeline.last_index_of("env");
+      if (!env)
         throw Error(in.where + ": the " + in.from_gpu + " " + p +
                     " pipeline has no env pass to insert before");
-      variant.pipeline.insert(at, ", " + in.insert);
+      variant.pipeline.insert(*env, in.insert);
     }
   }
   return cat;

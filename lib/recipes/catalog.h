@@ -29,7 +29,7 @@ struct GpuInfo {
 };
 
 struct PrecisionVariant {
-  std::string pipeline; // with ${vars} substituted
+  Pipeline pipeline; // parsed, with ${vars} substituted; bound per build
   std::vector<Waiver> waivers;
 };
 

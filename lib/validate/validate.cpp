@@ -2,7 +2,9 @@
 
 #include "config/error.h"
 #include "config/yaml_read.h"
+#include "diff/diff.h"
 #include "passes/invariants.h"
+#include "validate/check_kit.h"
 
 #include <algorithm>
 #include <fstream>
@@ -12,83 +14,7 @@
 namespace qr {
 namespace {
 
-// --- reading the config ----------------------------------------------------------------------
-
-// The value at `path`, or null when it is absent or YAML null.
-const Value* present(const Config& c, std::string_view path) {
-  const Value* v = c.find(path);
-  return v == nullptr || v->is_null() ? nullptr : v;
-}
-
-std::optional<std::int64_t> int_at(const Config& c, std::string_view path) {
-  const Value* v = present(c, path);
-  if (v == nullptr || !v->is_int())
-    return std::nullopt;
-  return v->as_int();
-}
-
-bool true_at(const Config& c, std::string_view path) {
-  const Value* v = present(c, path);
-  return v != nullptr && v->is_bool() && v->as_bool();
-}
-
-std::string str_at(const Config& c, std::string_view path) {
-  const Value* v = present(c, path);
-  return v != nullptr && v->is_str() ? v->as_str() : std::string();
-}
-
-// "model.tensor_model_parallel_size=2"
-std::string named(std::string_view path, std::int64_t v) {
-  return std::string(path) + "=" + std::to_string(v);
-}
-
-// The parallel layout as Megatron-Core reads it: unset sizes are 1, ETP defaults to TP.
-struct Layout {
-  std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, etp = 1;
-  bool etp_set = false;
-  std::optional<std::int64_t> vp;
-  bool sp = false;
-
-  explicit Layout(const Config& c) {
-    tp = int_at(c, "model.tensor_model_parallel_size").value_or(1);
-    pp = int_at(c, "model.pipeline_model_parallel_size").value_or(1);
-    cp = int_at(c, "model.context_parallel_size").value_or(1);
-    ep = int_at(c, "model.expert_model_parallel_size").value_or(1);
-    const auto e = int_at(c, "model.expert_tensor_parallel_size");
-    etp_set = e.has_value();
-    etp = e.value_or(tp);
-    vp = int_at(c, "model.virtual_pipeline_model_parallel_size");
-    sp = true_at(c, "model.sequence_parallel");
-  }
-  [[nodiscard]] std::string etp_text() const {
-    return etp_set ? named("model.expert_tensor_parallel_size", etp)
-                   : "model.expert_tensor_parallel_size=null (so TP, " + std::to_string(etp) + ")";
-  }
-};
-
-struct Ctx {
-  const Config& config;
-  const ValidateOptions& options;
-  Layout layout;
-};
-
-// What one check found. `applies` false: the check has nothing to say about this config (no
-// experts, no GDN layers); `skipped`: it applies but lacks an input (world size, environment).
-struct Outcome {
-  bool applies = true;
-  std::string skipped;
-  std::vector<std::string> problems;
-};
-
-Outcome not_applicable() {
-  return {false, {}, {}};
-}
-
-Outcome skipped(std::string why) {
-  return {true, std::move(why), {}};
-}
-
-const char* const kNoWorld = "no world size (give --num-gpus N)";
+using namespace check_kit;
 
 // --- parallelism ------------------------------------------------------------------------------
 
@@ -503,59 +429,59 @@ Outcome gdn_packages(const Ctx& x) {
   return o;
 }
 
-struct CheckEntry {
-  CheckInfo info;
-  Outcome (*run)(const Ctx&);
-  bool warn_only = false; // findings are warnings: the config is fine, the environment is not
-};
-
 const std::vector<CheckEntry>& entries() {
-  static const std::vector<CheckEntry> all{
-      {{"world-size-divisible", "the world size is divisible by TP x PP x CP (DP is the quotient)",
-        "Megatron-Core initialize_model_parallel"},
-       world_divisible},
-      {{"expert-parallel-fits",
-        "EP x ETP fits the expert-data-parallel group: world divisible by ETP x EP x PP",
-        "Megatron-Core initialize_model_parallel"},
-       expert_parallel_fits},
-      {{"experts-divisible-by-ep", "the number of experts is divisible by EP",
-        "Megatron-Core MoELayer"},
-       experts_divisible},
-      {{"global-batch-divisible", "the global batch is divisible by micro batch x DP",
-        "Megatron-Core num_microbatches_calculator"},
-       global_batch_divisible},
-      {{"pipeline-layers",
-        "layers split evenly over PP, honouring the first/last-stage layer counts",
-        "Megatron-Core TransformerConfig, get_num_layers_to_build"},
-       pipeline_layers},
-      {{"virtual-pipeline-needs-pp", "virtual pipeline stages only with PP > 1",
-        "Megatron-Core initialize_model_parallel"},
-       vp_needs_pp},
-      {{"virtual-pipeline-layers", "every virtual pipeline stage holds the same number of layers",
-        "Megatron-Core TransformerConfig, get_num_layers_to_build"},
-       vp_layers},
-      {{"attention-heads-divisible-by-tp", "attention heads are divisible by TP",
-        "Megatron-Core TransformerConfig"},
-       heads_divisible},
-      {{"query-groups-fit-tp", "query groups are a multiple or a divisor of TP",
-        "Megatron-Core TransformerConfig"},
-       query_groups_fit},
-      {{"gdn-heads-divisible", "GatedDeltaNet key and value heads are divisible by TP x CP",
-        "Megatron-Core TransformerConfig"},
-       gdn_heads_divisible},
-      {{"sequence-parallel-needs-tp", "sequence parallelism only with TP > 1",
-        "Megatron-Core ModelParallelConfig"},
-       sp_needs_tp},
-      {{"seq-length-cp-sp", "sequence lengths are multiples of 2 x CP, and of TP x CP with SP",
-        "Megatron-Bridge ConfigContainer.validate"},
-       seq_length_fits},
-      {{"gdn-packages",
-        "the environment can run the transformer_engine GDN backend on cuDNN's fast kernels "
-        "(warnings only)",
-        "GDN branch validate_cudnn_gdn_stack"},
-       gdn_packages,
-       true},
-  };
+  static const std::vector<CheckEntry> all = [] {
+    std::vector<CheckEntry> v{
+        {{"world-size-divisible",
+          "the world size is divisible by TP x PP x CP (DP is the quotient)",
+          "Megatron-Core initialize_model_parallel"},
+         world_divisible},
+        {{"expert-parallel-fits",
+          "EP x ETP fits the expert-data-parallel group: world divisible by ETP x EP x PP",
+          "Megatron-Core initialize_model_parallel"},
+         expert_parallel_fits},
+        {{"experts-divisible-by-ep", "the number of experts is divisible by EP",
+          "Megatron-Core MoELayer"},
+         experts_divisible},
+        {{"global-batch-divisible", "the global batch is divisible by micro batch x DP",
+          "Megatron-Core num_microbatches_calculator"},
+         global_batch_divisible},
+        {{"pipeline-layers",
+          "layers split evenly over PP, honouring the first/last-stage layer counts",
+          "Megatron-Core TransformerConfig, get_num_layers_to_build"},
+         pipeline_layers},
+        {{"virtual-pipeline-needs-pp", "virtual pipeline stages only with PP > 1",
+          "Megatron-Core initialize_model_parallel"},
+         vp_needs_pp},
+        {{"virtual-pipeline-layers", "every virtual pipeline stage holds the same number of layers",
+          "Megatron-Core TransformerConfig, get_num_layers_to_build"},
+         vp_layers},
+        {{"attention-heads-divisible-by-tp", "attention heads are divisible by TP",
+          "Megatron-Core TransformerConfig"},
+         heads_divisible},
+        {{"query-groups-fit-tp", "query groups are a multiple or a divisor of TP",
+          "Megatron-Core TransformerConfig"},
+         query_groups_fit},
+        {{"gdn-heads-divisible", "GatedDeltaNet key and value heads are divisible by TP x CP",
+          "Megatron-Core TransformerConfig"},
+         gdn_heads_divisible},
+        {{"sequence-parallel-needs-tp", "sequence parallelism only with TP > 1",
+          "Megatron-Core ModelParallelConfig"},
+         sp_needs_tp},
+        {{"seq-length-cp-sp", "sequence lengths are multiples of 2 x CP, and of TP x CP with SP",
+          "Megatron-Bridge ConfigContainer.validate"},
+         seq_length_fits},
+        {{"gdn-packages",
+          "the environment can run the transformer_engine GDN backend on cuDNN's fast kernels "
+          "(warnings only)",
+          "GDN branch validate_cudnn_gdn_stack"},
+         gdn_packages,
+         true},
+    };
+    const std::vector<CheckEntry>& ported = finalize_checks();
+    v.insert(v.end(), ported.begin(), ported.end());
+    return v;
+  }();
   return all;
 }
 
@@ -730,6 +656,30 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
   const Ctx ctx{config, options, Layout(config)};
   ValidationReport report;
   report.layout = layout_text(ctx);
+  report.world_size = options.world_size;
+  report.strict = options.strict;
+  auto add_problems = [&](const std::string& name, const std::vector<std::string>& problems,
+                          bool warn_only) {
+    auto waived = std::find_if(options.waivers.begin(), options.waivers.end(),
+                               [&](const Waiver& w) { return w.invariant == name; });
+    for (const std::string& p : problems) {
+      if (warn_only)
+        report.findings.push_back({Finding::Level::Warning, name, p});
+      else if (waived != options.waivers.end())
+        report.findings.push_back(
+            {Finding::Level::Warning, name, "(waived by the recipe: " + waived->reason + ") " + p});
+      else
+        report.findings.push_back({Finding::Level::Error, name, p});
+    }
+  };
+  // The invariants first: a build checks them before its start-up checks.
+  if (options.invariants)
+    for (const InvariantInfo& inv : invariant_registry()) {
+      ++report.checks;
+      const std::string problem = inv.check(config);
+      if (!problem.empty())
+        add_problems(inv.name, {problem}, false);
+    }
   for (const CheckEntry& e : entries()) {
     const Outcome o = e.run(ctx);
     if (!o.applies)
@@ -739,19 +689,89 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
       continue;
     }
     ++report.checks;
-    auto waived = std::find_if(options.waivers.begin(), options.waivers.end(),
-                               [&](const Waiver& w) { return w.invariant == e.info.name; });
-    for (const std::string& p : o.problems) {
-      if (e.warn_only)
-        report.findings.push_back({Finding::Level::Warning, e.info.name, p});
-      else if (waived != options.waivers.end())
-        report.findings.push_back({Finding::Level::Warning, e.info.name,
-                                   "(waived by the recipe: " + waived->reason + ") " + p});
-      else
-        report.findings.push_back({Finding::Level::Error, e.info.name, p});
-    }
+    add_problems(e.info.name, o.problems, e.warn_only);
   }
+  if (options.strict)
+    for (Finding& f : report.findings)
+      if (f.level == Finding::Level::Warning) {
+        f.level = Finding::Level::Error;
+        f.message = "(--strict) " + f.message;
+      }
   return report;
+}
+
+std::string check_source(std::string_view check) {
+  if (const CheckInfo* c = find_check(check))
+    return c->source;
+  if (const InvariantInfo* i = find_invariant(check))
+    return i->source;
+  return {};
+}
+
+namespace {
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+std::vector<std::string> skipped_checks(const ValidationReport& report) {
+  std::vector<std::string> names;
+  for (const Finding& f : report.findings)
+    if (f.level == Finding::Level::Skipped)
+      names.push_back(f.check);
+  return names;
+}
+
+const char* level_name(Finding::Level level) {
+  switch (level) {
+  case Finding::Level::Error:
+    return "error";
+  case Finding::Level::Warning:
+    return "warning";
+  case Finding::Level::Skipped:
+    return "skipped";
+  }
+  return "";
+}
+
+} // namespace
+
+std::string report_text(const ValidationReport& report, const std::string& label) {
+  std::string out = label + ": " + report.layout + "\n";
+  for (const Finding& f : report.findings)
+    out += format_finding(f) + "\n";
+  out += label + ": " + plural(report.count(Finding::Level::Error), "error") + ", " +
+         plural(report.count(Finding::Level::Warning), "warning") + ", " +
+         std::to_string(report.count(Finding::Level::Skipped)) + " skipped";
+  const std::vector<std::string> skipped = skipped_checks(report);
+  for (std::size_t i = 0; i < skipped.size(); ++i)
+    out += (i == 0 ? " (" : ", ") + skipped[i] + (i + 1 == skipped.size() ? ")" : "");
+  out += "; " + std::to_string(report.checks) + " checks ran" +
+         (report.strict ? " (--strict: warnings are errors)" : "") + "\n";
+  return out;
+}
+
+std::string report_json(const ValidationReport& report, const std::string& label) {
+  std::string out =
+      "{\"config\": " + json_string(label) + ", \"layout\": " + json_string(report.layout) +
+      ", \"world_size\": " + (report.world_size ? std::to_string(*report.world_size) : "null") +
+      ", \"strict\": " + (report.strict ? "true" : "false") + ",\n \"findings\": [";
+  bool first = true;
+  for (const Finding& f : report.findings) {
+    out += std::string(first ? "\n" : ",\n") + "  {\"level\": \"" + level_name(f.level) +
+           "\", \"check\": " + json_string(f.check) +
+           ", \"source\": " + json_string(check_source(f.check)) +
+           ", \"message\": " + json_string(f.message) + "}";
+    first = false;
+  }
+  out += first ? "],\n" : "\n ],\n";
+  const std::size_t errors = report.count(Finding::Level::Error);
+  out += " \"errors\": " + std::to_string(errors) +
+         ", \"warnings\": " + std::to_string(report.count(Finding::Level::Warning)) +
+         ", \"skipped\": " + std::to_string(report.count(Finding::Level::Skipped)) +
+         ", \"checks_ran\": " + std::to_string(report.checks) +
+         ", \"ok\": " + (errors == 0 ? "true" : "false") + "}\n";
+  return out;
 }
 
 std::string format_finding(const Finding& f) {
@@ -802,6 +822,7 @@ Config load_config_text(const Schema& schema, std::string_view text, const std::
 
 ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result) {
   ValidateOptions o;
+  o.invariants = false;
   if (result.recipe) {
     o.world_size = result.recipe->entry->num_gpus;
     if (request.pipeline_text.empty())

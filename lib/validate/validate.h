@@ -57,12 +57,18 @@ struct ValidateOptions {
   std::optional<PackageEnv> env;          // absent: the package checks are skipped
   // A recipe's waivers: a failing check it names becomes a warning that gives the reason.
   std::vector<Waiver> waivers;
+  // Also run every invariant (lib/passes/invariants), as a build checks them after its last
+  // step. Off for a build's own validation: its pipeline has just checked them.
+  bool invariants = true;
+  bool strict = false; // warnings are errors
 };
 
 struct ValidationReport {
   std::vector<Finding> findings;
   int checks = 0;     // checks that applied to this config
   std::string layout; // "world 64 = TP 1 x PP 1 x CP 1 x DP 64; ...", or what is known of it
+  std::optional<std::int64_t> world_size;
+  bool strict = false;
 
   [[nodiscard]] std::size_t count(Finding::Level level) const;
 };
@@ -71,6 +77,15 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
 
 // "error: check 'pipeline-layers' failed: ...", "warning: ...", "skipped: ...".
 std::string format_finding(const Finding& f);
+
+// The upstream check a start-up check or invariant mirrors ("Megatron-Core TransformerConfig").
+std::string check_source(std::string_view check);
+
+// validate's report of `label` (a file name or recipe spec): the layout, one line per finding, and
+// a count that names the skipped checks.
+std::string report_text(const ValidationReport& report, const std::string& label);
+// The same as one JSON object (the keys are documented in docs/validate.md and stay stable).
+std::string report_json(const ValidationReport& report, const std::string& label);
 
 // A config file's text typed by the schema, as `build --base` reads it (missing fields take
 // their defaults). With no profile, the first Megatron-Core profile that can type it (the

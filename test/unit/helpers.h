@@ -17,7 +17,7 @@ inline const Compiler& compiler() {
 }
 
 inline BuildResult build(const std::string& recipe, const std::string& gpu,
-                         const std::string& precision = "bf16",
+                         const std::string& precision = "",
                          const std::vector<std::string>& overrides = {},
                          const std::string& profile = "") {
   BuildRequest req;

@@ -42,7 +42,7 @@ TEST_CASE("set, add, upsert and delete against a built recipe") {
   CHECK(at(r, "mixed_precision.params_dtype") == "{_call_: false, _target_: torch.float32}");
   CHECK(at(r, "logger.wandb_project") == "''");
   // Overrides are recorded as their own step, after every pass.
-  CHECK(r.config.writes().back().step == "overrides");
+  CHECK(r.config.writes().back().step == StepId::overrides());
 }
 
 TEST_CASE("struct mode: unknown keys fail with a suggestion, never silently created") {

@@ -22,12 +22,12 @@ Writes writes_of(const std::string& pass, const std::string& setup = "",
   Pipeline p = Pipeline::parse(setup.empty() ? pass : setup + "," + pass);
   p.bind(config, compiler().catalog());
   for (const PassInvocation& inv : p.passes()) {
-    config.begin_step(std::to_string(inv.position));
+    config.begin_step(inv.step());
     PassContext ctx(config, *inv.info, inv.args, compiler().catalog());
     inv.info->run(ctx);
   }
   Writes out;
-  const std::string last = std::to_string(p.passes().size());
+  const StepId last = p.passes().back().step();
   for (const Write& w : config.writes())
     if (w.step == last)
       out[w.path] = w.after ? to_flow_yaml(*w.after) : "<deleted>";
@@ -257,9 +257,9 @@ TEST_CASE("qwen35-vl-35b-h100-exec") {
 
 TEST_CASE("a pass cannot write a field its registry entry does not declare") {
   PassInfo rogue{.name = "rogue",
+                 .run = [](PassContext& ctx) { ctx.set("train.eval_iters", 1); },
                  .summary = "writes what it did not declare",
-                 .writes = {"train.train_iters"},
-                 .run = [](PassContext& ctx) { ctx.set("train.eval_iters", 1); }};
+                 .writes = {"train.train_iters"}};
   auto schema = std::shared_ptr<const Schema>(&compiler().schema(), [](const Schema*) {});
   Config config(
       schema, "pinned",
@@ -270,4 +270,27 @@ TEST_CASE("a pass cannot write a field its registry entry does not declare") {
       error_of([&] { rogue.run(ctx); }),
       Catch::Contains(
           "pass 'rogue' wrote 'train.eval_iters', which its registry entry does not declare"));
+}
+
+// The run-time check stops a pass writing a field it does not declare; this is the other half:
+// every declared write is one the pass makes, in some recipe build or in a setup below that
+// reaches a write no recipe does.
+TEST_CASE("every declared write is one the pass makes") {
+  std::map<std::string, std::set<std::string>> written; // pass -> paths it wrote
+  auto record = [&](const BuildResult& r) {
+    for (const Write& w : r.config.writes())
+      if (w.step.kind == StepId::Kind::Pass)
+        written[w.step.pass].insert(w.path);
+  };
+  for (const RecipeSpec& s : compiler().catalog().all())
+    for (const char* profile : {"pinned", "gdn"})
+      record(qr::test::build(s.model->name, s.gpu->name, s.precision, {}, profile));
+  for (const char* pipeline :
+       {"vocab-null-tokenizer", "set{model.use_transformer_engine_op_fuser=true},benchmark-common"})
+    record(qr::test::build_pipeline("qwen35_397b", "gb300", pipeline));
+  for (const PassInfo& p : pass_registry())
+    for (const std::string& w : p.declared_writes()) {
+      CAPTURE(p.name, w);
+      CHECK(written[p.name].count(w) == 1);
+    }
 }

@@ -1,6 +1,10 @@
 // Pipeline text: parsing, named pipelines, option typing and ordering rules.
 #include "helpers.h"
+#include "passes/invariants.h"
 #include "passes/registry.h"
+
+#include <algorithm>
+#include <set>
 
 using namespace qr;
 using qr::test::build_pipeline;
@@ -78,32 +82,147 @@ TEST_CASE("pass options are checked and typed") {
         2);
 }
 
-// Every declared ordering rule, both ways: the right order passes the check, the wrong one fails
-// with both passes, their positions and the fix.
+namespace {
+
+// Pipeline text that gives `pass` its required properties: the first provider of each, with
+// that provider's own requirements before it; each element ends in a comma.
+std::string requirements_of(const std::string& pass) {
+  std::string out;
+  for (const PropertyRule& r : find_pass(pass)->required) {
+    const std::string provider = providers_of(r.property).front();
+    out += requirements_of(provider) + provider + ",";
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("every name in the pass table resolves") {
+  std::set<std::string> names, properties, used;
+  for (const PassProperty& prop : pass_properties()) {
+    CAPTURE(prop.name);
+    CHECK(properties.insert(prop.name).second);
+    CHECK(!prop.meaning.empty());
+  }
+  for (const PassInfo& p : pass_registry()) {
+    CAPTURE(p.name);
+    CHECK(names.insert(p.name).second);
+    CHECK(p.run != nullptr);
+    CHECK(!p.summary.empty());
+    for (const auto* rules : {&p.after, &p.required, &p.before})
+      for (const PropertyRule& r : *rules) {
+        CAPTURE(r.property);
+        CHECK(properties.count(r.property) == 1);
+        CHECK(!r.why.empty());
+        // A rule on a property nothing provides could never fire.
+        CHECK(!providers_of(r.property).empty());
+        used.insert(r.property);
+      }
+    for (const auto* props : {&p.provided, &p.destroyed})
+      for (const std::string& prop : *props) {
+        CAPTURE(prop);
+        CHECK(properties.count(prop) == 1);
+      }
+    for (const std::string& inv : p.ensures) {
+      CAPTURE(inv);
+      CHECK(find_invariant(inv) != nullptr);
+    }
+  }
+  // Every property is some rule's subject.
+  CHECK(used == properties);
+  for (const NamedPipeline& n : named_pipelines()) {
+    CAPTURE(n.name);
+    CHECK(names.insert(n.name).second);
+    std::string setup;
+    const Pipeline expansion = Pipeline::parse(n.expansion);
+    for (const PassInvocation& inv : expansion.passes())
+      setup += requirements_of(inv.info->name);
+    CHECK_NOTHROW(Pipeline::parse(setup + n.expansion).check_order());
+  }
+}
+
+// Every declared ordering rule, both ways, with every pass that provides its property: the right
+// order passes the check, the wrong one fails with both passes, their positions and the fix.
 TEST_CASE("every ordering rule holds one way and fails the other") {
   int rules = 0;
-  for (const PassInfo* p : pass_registry()) {
-    for (const OrderRule& r : p->after) {
-      CAPTURE(p->name, r.pass);
-      CHECK_NOTHROW(Pipeline::parse(r.pass + "," + p->name).check_order());
-      const std::string msg =
-          error_of([&] { Pipeline::parse(p->name + "," + r.pass).check_order(); });
-      CHECK_THAT(msg, Catch::Contains("pass '" + p->name + "' (position 1) must run after '" +
-                                      r.pass + "' (position 2)") &&
-                          Catch::Contains("move '" + p->name + "' after '" + r.pass + "'"));
-      ++rules;
-    }
-    for (const OrderRule& r : p->before) {
-      CAPTURE(p->name, r.pass);
-      CHECK_NOTHROW(Pipeline::parse(p->name + "," + r.pass).check_order());
-      CHECK_THAT(error_of([&] { Pipeline::parse(r.pass + "," + p->name).check_order(); }),
-                 Catch::Contains("must run before '" + r.pass + "' (position 1)"));
+  for (const PassInfo& p : pass_registry()) {
+    for (const PropertyRule& r : p.after)
+      for (const std::string& b : providers_of(r.property)) {
+        CAPTURE(p.name, r.property, b);
+        const std::string setup = requirements_of(p.name) + requirements_of(b);
+        CHECK_NOTHROW(Pipeline::parse(setup + b + "," + p.name).check_order());
+        const int at = static_cast<int>(std::count(setup.begin(), setup.end(), ',')) + 1;
+        CHECK_THAT(error_of([&] { Pipeline::parse(setup + p.name + "," + b).check_order(); }),
+                   Catch::Contains("pass '" + p.name + "' (position " + std::to_string(at) +
+                                   ") must run after '" + b + "' (position " +
+                                   std::to_string(at + 1) + "): " + r.why) &&
+                       Catch::Contains("move '" + p.name + "' after '" + b + "'"));
+        ++rules;
+      }
+    for (const PropertyRule& r : p.before)
+      for (const std::string& b : providers_of(r.property)) {
+        CAPTURE(p.name, r.property, b);
+        CHECK_NOTHROW(Pipeline::parse(p.name + "," + b).check_order());
+        CHECK_THAT(error_of([&] { Pipeline::parse(b + "," + p.name).check_order(); }),
+                   Catch::Contains("must run before '" + b + "' (position 1): " + r.why));
+        ++rules;
+      }
+    for (const PropertyRule& r : p.required) {
+      CAPTURE(p.name, r.property);
+      CHECK_THAT(error_of([&] { Pipeline::parse(p.name).check_order(); }),
+                 Catch::Contains("pass '" + p.name + "' (position 1) requires property '" +
+                                 r.property + "'") &&
+                     Catch::Contains(r.why + "; add '" + providers_of(r.property).front() + "'"));
+      for (const std::string& b : providers_of(r.property)) {
+        CAPTURE(b);
+        CHECK_THAT(error_of([&] { Pipeline::parse(p.name + "," + b).check_order(); }),
+                   Catch::Contains("must run after '" + b + "' (position 2)"));
+      }
       ++rules;
     }
   }
   CHECK(rules >= 20);
   CHECK_THAT(error_of([] { Pipeline::parse("env,benchmark-common").check_order(); }),
              Catch::Contains("must be the last pass"));
+}
+
+TEST_CASE("required properties: a base config may hold them, a destroying pass loses them") {
+  const std::string missing = error_of([] { bound("finalize-qwen3-vl").check_order(); });
+  CHECK(missing == "pipeline: pass 'finalize-qwen3-vl' (position 1) requires property "
+                   "'comm-overlap-config' (comm_overlap is a CommOverlapConfig, not null), "
+                   "which no pass before it provides: it tunes the recipe's CommOverlapConfig; "
+                   "add 'comm-overlap' or 'qwen35-vl-35b-h100-exec' before it");
+  // A base that already has a CommOverlapConfig needs no pass to provide one.
+  Config base(std::shared_ptr<const Schema>(&compiler().schema(), [](const Schema*) {}), "pinned",
+              compiler().catalog().base_config(compiler().catalog().model("qwen3_30b"), "pinned"));
+  base.set("comm_overlap", compiler().schema().instantiate(
+                               *compiler().schema().class_named("CommOverlapConfig"), "pinned"));
+  Pipeline p = Pipeline::parse("finalize-qwen3-vl,moe-a2a-overlap");
+  p.bind(base, compiler().catalog());
+  CHECK_NOTHROW(p.check_order());
+  // GCC's current = (current | provided) - destroyed, with passes of our own.
+  const PassInfo give{.name = "give", .provided = {"comm-overlap-config"}};
+  const PassInfo take{.name = "take", .destroyed = {"comm-overlap-config"}};
+  const PassInfo need{.name = "need",
+                      .required = {{"comm-overlap-config", "it edits the CommOverlapConfig"}}};
+  auto order = [](std::vector<const PassInfo*> infos, std::set<std::string> initial = {}) {
+    std::vector<PassInvocation> passes;
+    for (const PassInfo* info : infos)
+      passes.push_back({.info = info, .position = static_cast<int>(passes.size() + 1)});
+    check_pass_order(passes, std::move(initial));
+  };
+  CHECK_NOTHROW(order({&give, &need}));
+  CHECK_NOTHROW(order({&give, &take, &give, &need}));
+  CHECK_NOTHROW(order({&need}, {"comm-overlap-config"}));
+  CHECK_THAT(error_of([&] {
+               order({&give, &take, &need});
+             }),
+             Catch::Contains("pass 'need' (position 3) requires property 'comm-overlap-config'") &&
+                 Catch::Contains("which pass 'take' (position 2) destroys"));
+  CHECK_THAT(error_of([&] {
+               order({&take, &need}, {"comm-overlap-config"});
+             }),
+             Catch::Contains("which pass 'take' (position 1) destroys"));
 }
 
 TEST_CASE("the issue's rules: qwen35-vl-common between precision and benchmark-common, "
@@ -124,4 +243,29 @@ TEST_CASE("the issue's rules: qwen35-vl-common between precision and benchmark-c
              }),
              Catch::Contains("pass 'partial-cuda-graphs' (position 4) must run after "
                              "'qwen35-vl-post' (position 5)"));
+}
+
+TEST_CASE("inherit inserts passes into the parsed pipeline, before its last env pass") {
+  const Catalog& catalog = compiler().catalog();
+  for (const char* model : {"qwen35_35b", "qwen35_397b"})
+    for (const std::string& precision : catalog.precisions()) {
+      if (precision == "nvfp4")
+        continue;
+      CAPTURE(model, precision);
+      const Pipeline& parent = catalog.resolve(model, "gb300", precision).variant->pipeline;
+      const Pipeline& child = catalog.resolve(model, "vr200", precision).variant->pipeline;
+      REQUIRE(child.passes().size() == parent.passes().size() + 1);
+      const std::size_t env = parent.last_index_of("env").value();
+      CHECK(child.passes()[env].text() == "gdn-backend{backend=fla}");
+      CHECK(child.passes()[env + 1].info->name == "env");
+      for (std::size_t i = 0; i < child.passes().size(); ++i)
+        CHECK(child.passes()[i].position == static_cast<int>(i + 1));
+    }
+  // A named pipeline inserted keeps its expansion's origin.
+  Pipeline p = Pipeline::parse("precision{p=bf16},env");
+  p.insert(1, Pipeline::parse("qwen35-vl-post-clear-scope"));
+  CHECK(p.text() == "precision{p=bf16},qwen35-vl-post,clear-cuda-graph-scope,env");
+  CHECK(p.passes()[2].via == "qwen35-vl-post-clear-scope");
+  CHECK(p.passes()[3].position == 4);
+  CHECK_FALSE(p.last_index_of("benchmark-common").has_value());
 }

@@ -310,6 +310,12 @@ TEST_CASE("names, aliases and combinations that do not exist") {
   CHECK(build("qwen36_35b", "gb300").recipe->model->name == "qwen35_35b");
   CHECK(build("qwen35_vl_397b_a17b", "gb300").recipe->model->name == "qwen35_397b");
   CHECK(build("qwen35_397b@gb300:fp8mx", "").recipe->precision == "fp8mx");
+  CHECK(build("qwen35_397b@gb300:fp8mx", "gb300", "fp8mx").recipe->precision == "fp8mx");
+  // A flag that disagrees with the spec is refused, never dropped.
+  CHECK_THAT(error_of([] { build("qwen35_397b@gb300:fp8mx", "", "bf16"); }),
+             Catch::Contains("names precision fp8mx but --precision is bf16"));
+  CHECK_THAT(error_of([] { build("qwen35_397b@gb300", "", "fp8mx"); }),
+             Catch::Contains("has no :PRECISION, so it means bf16, but --precision is fp8mx"));
   CHECK(build("qwen35_397b", "gb300").recipe->upstream_name() ==
         "qwen35_vl_397b_a17b_pretrain_64gpu_gb300_bf16_config");
   CHECK_THAT(error_of([] { build("qwen3_30b", "b300"); }),

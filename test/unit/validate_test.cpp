@@ -3,6 +3,11 @@
 #include "helpers.h"
 #include "validate/validate.h"
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
 using namespace qr;
 using qr::test::build;
 using qr::test::error_of;
@@ -41,7 +46,8 @@ TEST_CASE("validate: a shipped recipe passes with its own world size") {
   o.world_size = 8;
   const ValidationReport rep = validate_config(r.config, o);
   CHECK(rep.count(Finding::Level::Error) == 0);
-  CHECK(rep.checks == 7);
+  // 16 invariants, 7 parallelism checks and 28 ported finalize checks that apply to this model.
+  CHECK(rep.checks == 51);
   CHECK(rep.layout == "world 8 = TP 1 x PP 1 x CP 1 x DP 8; experts: EP 8 x ETP 1 (expert DP 1)");
 }
 
@@ -364,4 +370,383 @@ TEST_CASE("validate: config files are typed by the schema, under the profile tha
              Catch::Contains("--mcore gdn"));
   CHECK_THAT(error_of([&] { (void)load_config_text(schema, "- 1\n", "cfg.yaml", ""); }),
              Catch::Contains("cfg.yaml: expected a mapping"));
+}
+
+namespace {
+
+// A recipe's YAML as `validate FILE` reads it: no header, no waivers, the given world size.
+ValidationReport validate_text(const std::string& yaml, std::optional<std::int64_t> world,
+                               bool strict = false) {
+  const Config c = load_config_text(qr::test::compiler().schema(), yaml, "f.yaml", "");
+  ValidateOptions o;
+  o.world_size = world;
+  o.strict = strict;
+  return validate_config(c, o);
+}
+
+std::vector<std::string> failed(const ValidationReport& rep) {
+  std::vector<std::string> out;
+  for (const Finding& f : rep.findings)
+    if (f.level == Finding::Level::Error)
+      out.push_back(f.check);
+  return out;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+} // namespace
+
+TEST_CASE("validate FILE runs the invariants a build runs") {
+  // The recipe waives te-rng-tracker-with-graphs; its YAML, read back, has no waiver.
+  const std::string fp8mx = emit_config(build("qwen35_35b", "gb200", "fp8mx"), false);
+  CHECK(failed(validate_text(fp8mx, 8)) == std::vector<std::string>{"te-rng-tracker-with-graphs"});
+  // An EP edit that the HybridEP ranks no longer match.
+  const std::string q397 = emit_config(build("qwen35_397b", "gb300"), false);
+  CHECK(failed(validate_text(q397, 64)).empty());
+  const std::string ep16 =
+      replaced(q397, "  expert_model_parallel_size: 32\n", "  expert_model_parallel_size: 16\n");
+  CHECK(failed(validate_text(ep16, 64)) == std::vector<std::string>{"hybridep-ranks-match-ep"});
+  // A build's own validation leaves them to its pipeline.
+  BuildRequest req;
+  req.recipe = "qwen35_35b@gb200:fp8mx";
+  const BuildResult r = qr::test::compiler().build(req);
+  CHECK_FALSE(validate_options_for(req, r).invariants);
+}
+
+TEST_CASE("validate: every shipped recipe's YAML fails exactly the checks its recipe waives") {
+  for (const RecipeSpec& s : qr::test::compiler().catalog().all())
+    for (const char* profile : {"pinned", "gdn"}) {
+      CAPTURE(s.id(), profile);
+      const BuildResult r = build(s.model->name, s.gpu->name, s.precision, {}, profile);
+      std::set<std::string> waived;
+      for (const Waiver& w : s.variant->waivers)
+        waived.insert(w.invariant);
+      const std::vector<std::string> fails =
+          failed(validate_text(emit_config(r), s.entry->num_gpus));
+      CHECK(std::set<std::string>(fails.begin(), fails.end()) == waived);
+    }
+}
+
+TEST_CASE("validate --strict: warnings are errors") {
+  BuildRequest req;
+  req.recipe = "qwen35_35b@gb200:fp8mx";
+  const BuildResult r = qr::test::compiler().build(req);
+  ValidateOptions o = validate_options_for(req, r);
+  o.invariants = true;
+  CHECK(validate_config(r.config, o).count(Finding::Level::Error) == 0);
+  o.strict = true;
+  const ValidationReport strict = validate_config(r.config, o);
+  REQUIRE(strict.count(Finding::Level::Error) == 1);
+  CHECK_THAT(format_finding(strict.findings.front()),
+             Catch::StartsWith("error: check 'te-rng-tracker-with-graphs' failed: (--strict) "
+                               "(waived by the recipe: upstream parity"));
+  CHECK_THAT(report_text(strict, "x"), Catch::EndsWith("(--strict: warnings are errors)\n"));
+}
+
+TEST_CASE("validate: without a world size the report names the skipped checks") {
+  const std::string text =
+      report_text(validate_text(emit_config(b200(), false), std::nullopt), "f.yaml");
+  CHECK_THAT(text, Catch::Contains("skipped: check 'world-size-divisible': no world size (give "
+                                   "--num-gpus N)\n"));
+  CHECK_THAT(text, Catch::EndsWith("f.yaml: 0 errors, 0 warnings, 4 skipped (world-size-divisible, "
+                                   "expert-parallel-fits, global-batch-divisible, "
+                                   "eval-batch-divisible); 47 checks ran\n"));
+}
+
+TEST_CASE("validate --format json: the documented keys, in order") {
+  ValidationReport rep;
+  rep.layout = "TP 1 x PP 1 x CP 1 (world size unknown)";
+  rep.checks = 2;
+  rep.findings = {{Finding::Level::Error, "pipeline-layers", "a \"quoted\"\nline"},
+                  {Finding::Level::Skipped, "world-size-divisible", "no world size"}};
+  CHECK(report_json(rep, "f.yaml") ==
+        "{\"config\": \"f.yaml\", \"layout\": \"TP 1 x PP 1 x CP 1 (world size unknown)\", "
+        "\"world_size\": null, \"strict\": false,\n"
+        " \"findings\": [\n"
+        "  {\"level\": \"error\", \"check\": \"pipeline-layers\", \"source\": \"Megatron-Core "
+        "TransformerConfig, get_num_layers_to_build\", \"message\": \"a \\\"quoted\\\"\\nline\"},\n"
+        "  {\"level\": \"skipped\", \"check\": \"world-size-divisible\", \"source\": "
+        "\"Megatron-Core initialize_model_parallel\", \"message\": \"no world size\"}\n"
+        " ],\n"
+        " \"errors\": 1, \"warnings\": 0, \"skipped\": 1, \"checks_ran\": 2, \"ok\": false}\n");
+  ValidationReport clean;
+  clean.world_size = 8;
+  clean.strict = true;
+  CHECK(report_json(clean, "-") ==
+        "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"strict\": true,\n"
+        " \"findings\": [],\n"
+        " \"errors\": 0, \"warnings\": 0, \"skipped\": 0, \"checks_ran\": 0, \"ok\": true}\n");
+}
+
+namespace {
+
+struct PortedCase {
+  const char* check;
+  std::vector<std::string> overrides; // on qwen35_35b@b200 (TP 1, PP 1, EP 8, alltoall, bf16)
+  const char* expected;               // in the check's error
+};
+
+} // namespace
+
+// Each ported Megatron-Bridge / Megatron-Core check fails on a config that breaks it (and the
+// unmodified recipe passes them all: "a shipped recipe passes with its own world size").
+TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each refuse a config") {
+  const std::vector<PortedCase> cases{
+      {"mixed-precision-fp4-xor-fp8",
+       {"mixed_precision.fp4=nvfp4", "mixed_precision.fp8=hybrid"},
+       "mixed_precision.fp4=nvfp4 and mixed_precision.fp8=hybrid cannot be used together"},
+      {"mixed-precision-name",
+       {"mixed_precision=bf16_mixd"},
+       "mixed_precision='bf16_mixd' is no mixed-precision recipe (did you mean 'bf16_mixed'?)"},
+      // A named recipe is built, then copied onto the optimizer, as upstream.
+      {"optimizer-settings",
+       {"mixed_precision=bf16_with_mxfp8_mixed",
+        "comm_overlap.overlap_param_gather_with_optimizer_step=true"},
+       "not supported with reuse_grad_buf_for_mxfp8_param_ag"},
+      {"comm-overlap-moe",
+       {"comm_overlap.delay_wgrad_compute=true",
+        "comm_overlap.overlap_moe_expert_parallel_comm=true", "model.cuda_graph_modules=[attn]",
+        "model.cuda_graph_impl=transformer_engine"},
+       "needs model.gradient_accumulation_fusion=true"},
+      {"num-epochs-needs-sft-dataset",
+       {"train.num_epochs=1.0"},
+       "needs a finite GPTSFTDatasetConfig"},
+      {"mock-vlm-dataset-settings",
+       {"dataset.image_size=[256]"},
+       "dataset.image_size=[256] must be two positive dimensions"},
+      {"mock-vlm-dataset-settings", {"dataset.prompt=''"}, "must be a non-empty string"},
+      {"ddp-settings", {"ddp.num_buckets=0"}, "ddp.num_buckets=0 must be greater than 0"},
+      {"ddp-settings",
+       {"mixed_precision.reuse_grad_buf_for_mxfp8_param_ag=true"},
+       "ddp.fp8_param_gather is off"},
+      {"optimizer-settings",
+       {"optimizer.use_precision_aware_optimizer=true", "optimizer.optimizer=sgd"},
+       "works only with adam"},
+      {"pipeline-dtype-with-pp",
+       {"model.pipeline_model_parallel_size=2", "mixed_precision.pipeline_dtype=null"},
+       "needs model.pipeline_dtype"},
+      {"pipeline-comm-settings",
+       {"comm_overlap=null", "model.defer_embedding_wgrad_compute=true"},
+       "needs pipeline parallelism"},
+      // With a comm_overlap section its own deferral settings apply: no limit given is -1.
+      {"pipeline-comm-settings",
+       {"model.pipeline_model_parallel_size=2", "model.gradient_accumulation_fusion=true",
+        "comm_overlap.defer_embedding_wgrad_compute=true"},
+       "a wgrad deferral limit of at least 0, but it is -1 (comm_overlap.wgrad_deferral_limit"},
+      {"pipeline-comm-settings",
+       {"model.overlap_p2p_comm_warmup_flush=true"},
+       "needs overlap_p2p_comm on and batch_p2p_comm off"},
+      {"optimizer-settings",
+       {"mixed_precision.reuse_grad_buf_for_mxfp8_param_ag=true",
+        "comm_overlap.overlap_param_gather_with_optimizer_step=true"},
+       "optimizer.overlap_param_gather_with_optimizer_step is not supported with "
+       "reuse_grad_buf_for_mxfp8_param_ag"},
+      {"precision-flags", {"model.fp8_output_proj=true"}, "model.fp8_output_proj=true needs fp8"},
+      {"precision-flags", {"mixed_precision.fp16=true"}, "model.fp16 and model.bf16 are both true"},
+      {"gdn-settings",
+       {"model.linear_num_value_heads=24"},
+       "model.linear_num_value_heads=24 must be a multiple of model.linear_num_key_heads=16"},
+      {"moe-settings",
+       {"model.moe_pad_expert_input_to_capacity=true"},
+       "needs model.moe_expert_capacity_factor"},
+      {"moe-settings",
+       {"model.moe_router_enable_expert_bias=true"},
+       "needs model.moe_router_score_function sigmoid or sqrtsoftplus"},
+      {"recompute-settings",
+       {"model.recompute_granularity=selective", "model.recompute_num_layers=2"},
+       "needs model.recompute_num_layers=null"},
+      {"moe-settings",
+       {"model.moe_single_grouped_weight=true"},
+       "model.moe_single_grouped_weight=true needs model.use_transformer_engine_op_fuser=true"},
+      {"moe-settings",
+       {"model.moe_deepep_num_sms=20", "model.moe_hybridep_num_sms=24"},
+       "(both deprecated) conflict"},
+      {"recompute-modules",
+       {"model.recompute_granularity=selective", "model.recompute_modules=[core_attn,attn]"},
+       "'attn' in model.recompute_modules is not one of"},
+      {"recompute-modules",
+       {"model.recompute_granularity=selective", "model.recompute_modules=[mla_up_proj]"},
+       "mla_up_proj in model.recompute_modules needs model.multi_latent_attention=true"},
+      {"recompute-modules",
+       {"model.moe_layer_recompute=true", "model.recompute_granularity=full",
+        "model.recompute_method=uniform", "model.recompute_num_layers=1"},
+       "model.moe_layer_recompute=true does not work with model.recompute_granularity=full"},
+      {"activation-offload-modules",
+       {"model.fine_grained_activation_offloading=true", "model.offload_modules=[attn_proj]"},
+       "attn_proj in model.offload_modules needs core_attn too"},
+      {"activation-offload-modules",
+       {"model.fine_grained_activation_offloading=true", "model.offload_modules=[core_attn]",
+        "model.activation_offload_fraction=1.5"},
+       "model.activation_offload_fraction=1.5 must be between 0 and 1"},
+      {"activation-offload-modules",
+       {"model.moe_paged_stash=true"},
+       "model.moe_paged_stash=true needs model.moe_expert_rank_capacity_factor"},
+      {"activation-settings",
+       {"model.use_te_activation_func=true"},
+       "model.bias_activation_fusion and model.use_te_activation_func cannot both be true"},
+      {"activation-settings",
+       {"model.fused_residual_rmsnorm=true", "model.normalization=LayerNorm"},
+       "model.fused_residual_rmsnorm=true needs model.normalization=RMSNorm"},
+      {"activation-settings",
+       {"model.activation_func_clamp_value=-1.0"},
+       "model.activation_func_clamp_value=-1.0 must be finite and above 0"},
+      {"no-rope-freq",
+       {"model.no_rope_freq=7"},
+       "model.no_rope_freq=7 does not divide model.num_layers=40"},
+      {"moe-a2a-overlap",
+       {"comm_overlap.overlap_moe_expert_parallel_comm=true", "model.moe_layer_recompute=true"},
+       "moe must not be in model.recompute_modules"},
+      {"moe-a2a-overlap",
+       {"comm_overlap.overlap_moe_expert_parallel_comm=true",
+        "model.moe_shared_expert_overlap=true"},
+       "model.moe_shared_expert_overlap must be false"},
+      {"moe-a2a-overlap",
+       {"comm_overlap.delay_wgrad_compute=true"},
+       "model.delay_wgrad_compute=true needs model.overlap_moe_expert_parallel_comm=true"},
+      {"logger-settings", {"logger.mlflow_experiment=exp"}, "logger.mlflow_run_name is not"},
+      {"train-length",
+       {"train.train_samples=1000"},
+       "train.train_iters=50 and train.train_samples=1000 are set"},
+      {"train-length", {"train.train_iters=null"}, "none of train.train_iters"},
+      {"scheduler-settings",
+       {"scheduler.end_weight_decay=0.01"},
+       "scheduler.end_weight_decay=0.01 is below scheduler.start_weight_decay=0.033"},
+      {"scheduler-settings", {"scheduler.max_steps=0"}, "scheduler.max_steps=0 must be positive"},
+      {"checkpoint-settings",
+       {"checkpoint.async_save=true"},
+       "checkpoint.async_save=true but checkpoint.save is not set"},
+      {"checkpoint-settings",
+       {"checkpoint.async_save=true", "checkpoint.save=/ckpt",
+        "checkpoint.use_persistent_ckpt_worker=false"},
+       "needs checkpoint.use_persistent_ckpt_worker=true"},
+      {"profiling-settings",
+       {"profiling.use_pytorch_profiler=true", "profiling.use_nsys_profiler=true"},
+       "are both true: enable one"},
+      {"profiling-settings",
+       {"profiling.profile_step_end=5"},
+       "profiling.profile_step_end=5 is before profiling.profile_step_start=10"},
+      {"nvrx-straggler-settings",
+       {"nvrx_straggler={enabled: true, report_time_interval: 0}"},
+       "nvrx_straggler.report_time_interval=0 must be positive"},
+      {"eval-batch-divisible",
+       {"validation.eval_global_batch_size=100"},
+       "the evaluation global batch 100"},
+      {"eval-batch-divisible",
+       {"dist.eval_context_parallel_size=3"},
+       "world size 8 is not divisible by TP x PP x dist.eval_context_parallel_size=3 = 3"},
+      {"fsdp-settings",
+       {"dist.use_megatron_fsdp=true", "dist.use_torch_fsdp2=true"},
+       "dist.use_megatron_fsdp and dist.use_torch_fsdp2 are both true"},
+      {"mxfp8-param-gather-reuses-grad-buffer",
+       {"mixed_precision.fp8=e4m3", "mixed_precision.fp8_recipe=mxfp8",
+        "mixed_precision.fp8_param_gather=true"},
+       "needs mixed_precision.reuse_grad_buf_for_mxfp8_param_ag=true"},
+      {"deterministic-mode", {"model.deterministic_mode=true"}, "cross_entropy_loss_fusion=false"},
+      {"precision-consistency",
+       {"mixed_precision=null", "optimizer.fp16=true"},
+       "optimizer.bf16 and optimizer.fp16 are both true"},
+      {"activation-offloading-needs-te",
+       {"model.fine_grained_activation_offloading=true", "model.transformer_impl=local"},
+       "needs model.transformer_impl=transformer_engine"},
+      {"full-iteration-graph-no-nan-check",
+       {"model.cuda_graph_impl=full_iteration", "rerun_state_machine.check_for_nan_in_loss=true"},
+       "needs rerun_state_machine.check_for_nan_in_loss=false"},
+      {"modelopt-no-grad-accumulation-fusion",
+       {"model.restore_modelopt_state=true", "model.gradient_accumulation_fusion=true"},
+       "needs model.gradient_accumulation_fusion=false"},
+      {"checkpoint-format",
+       {"dist.use_decentralized_pg=true"},
+       "set dist.use_gloo_process_groups=false"},
+      // The DDP flag alone turns the distributed optimizer on (validate() syncs them first).
+      {"checkpoint-format",
+       {"dist.use_gloo_process_groups=false", "optimizer.use_distributed_optimizer=false",
+        "ddp.use_distributed_optimizer=true", "checkpoint.ckpt_format=torch"},
+       "without Gloo process groups the distributed optimizer needs checkpoint.ckpt_format"},
+      {"full-iteration-graph-no-nan-check",
+       {"model.cuda_graph_impl=local", "model.cuda_graph_scope=[full_iteration]",
+        "model.cuda_graph_modules=null", "rerun_state_machine.check_for_nan_in_loss=true"},
+       "needs rerun_state_machine.check_for_nan_in_loss=false"},
+      {"moe-settings",
+       {"model.moe_expert_capacity_factor=-1.0", "model.moe_router_load_balancing_type=sinkhorn"},
+       "moe_router_load_balancing_type is sinkhorn"},
+      {"training-scheduler-compatible",
+       {"scheduler.lr_decay_samples=100"},
+       "iteration-based training takes scheduler.lr_decay_iters, not scheduler.lr_decay_samples"},
+      {"scheduler-steps",
+       {"scheduler.max_steps=10"},
+       "scheduler.max_steps=10 is below train.train_iters=50"},
+      {"context-parallel-sft-loss",
+       {"model.context_parallel_size=2"},
+       "needs model.calculate_per_token_loss=true"},
+      {"cp-comm-type",
+       {"model.context_parallel_size=2", "model.cp_comm_type=a2a+p2p"},
+       "needs model.hierarchical_context_parallel_sizes"},
+      {"cp-comm-type",
+       {"model.context_parallel_size=2", "model.hierarchical_context_parallel_sizes=[2,3]"},
+       "model.hierarchical_context_parallel_sizes [2, 3] multiply to 6, not "
+       "model.context_parallel_size=2"},
+      {"cp-comm-type",
+       {"model.context_parallel_size=2",
+        "model.hierarchical_context_parallel_sizes=[4294967296,4294967296]"},
+       "multiply to more than 2^63"},
+      {"in-batch-packing-micro-batch",
+       {"dataset.enable_in_batch_packing=true"},
+       "needs train.micro_batch_size > 1"},
+      {"peft-needs-pretrained-checkpoint",
+       {"peft={dim: 8}"},
+       "peft needs checkpoint.pretrained_checkpoint"},
+      {"seq-length-match",
+       {"model.seq_length=8192"},
+       "model.seq_length=8192 and dataset.seq_length=4096 differ"},
+  };
+  for (const PortedCase& pc : cases) {
+    CAPTURE(pc.check, pc.overrides);
+    REQUIRE(find_check(pc.check) != nullptr);
+    const std::vector<std::string> found = findings(b200(pc.overrides), pc.check);
+    REQUIRE(found.size() >= 1);
+    const bool hit = std::any_of(found.begin(), found.end(), [&](const std::string& f) {
+      return f.starts_with("error: check '" + std::string(pc.check) + "' failed: ") &&
+             f.find(pc.expected) != std::string::npos &&
+             f.find(find_check(pc.check)->source) != std::string::npos;
+    });
+    CHECK(hit);
+    if (!hit)
+      for (const std::string& f : found)
+        UNSCOPED_INFO(f);
+  }
+}
+
+// Megatron-Bridge's runtime_config_update copies mixed_precision onto the model and optimizer,
+// and comm_overlap's MoE overlap onto the model, before validate() checks them.
+TEST_CASE("validate: the ported checks see the config after mixed precision and comm overlap") {
+  for (const std::vector<std::string>& accepted : std::vector<std::vector<std::string>>{
+           {"model.fp16=true"},
+           {"optimizer.fp16=true"},
+           {"model.overlap_moe_expert_parallel_comm=true", "model.moe_shared_expert_overlap=true"},
+           // bf16-mixed makes the model bf16.
+           {"mixed_precision=bf16-mixed", "comm_overlap.overlap_moe_expert_parallel_comm=true"},
+           // comm_overlap sets the model's deferral off.
+           {"model.defer_embedding_wgrad_compute=true"}}) {
+    CAPTURE(accepted);
+    ValidateOptions o;
+    o.world_size = 8;
+    CHECK(validate_config(b200(accepted).config, o).count(Finding::Level::Error) == 0);
+  }
+}
+
+// docs/validate.md has a row for every check, naming its upstream source.
+TEST_CASE("validate: docs/validate.md has a row for every check") {
+  std::ifstream in(std::filesystem::path(QR_SOURCE_DIR) / "docs" / "validate.md");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const CheckInfo& c : check_registry()) {
+    CAPTURE(c.name);
+    CHECK(text.str().find("| `" + c.name + "` |") != std::string::npos);
+    CHECK(!c.source.empty());
+  }
 }
