@@ -5,6 +5,7 @@
 #include "config/error.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <spdlog/spdlog.h>
 
@@ -41,6 +42,18 @@ int run_check(const CheckOptions& o, const GlobalOptions& g) {
                   ": no such golden file (check --update creates it)");
     differ = differ || results[i].status != GoldenResult::Status::Match;
   }
+  // Every golden's directory is there before the first is rewritten, so --update rewrites all
+  // or (bar a full disk) none.
+  if (o.update)
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const std::filesystem::path dir =
+          std::filesystem::path(manifest.entries[i].golden_path).parent_path();
+      std::error_code ec;
+      if (results[i].status != GoldenResult::Status::Match && !dir.empty() &&
+          !std::filesystem::is_directory(dir, ec))
+        throw Error(manifest.entries[i].where + ": " + manifest.entries[i].golden + ": " +
+                    dir.string() + " is not a directory");
+    }
   // The JUnit file first, so that a bad --junit path fails before any golden is rewritten.
   if (!o.junit.empty())
     write_output(o.junit, junit_report(manifest, results, o.update));

@@ -305,7 +305,7 @@ std::string human_report(const Manifest& manifest, const std::vector<GoldenResul
 
 std::string json_report(const Manifest& manifest, const std::vector<GoldenResult>& results,
                         bool updated) {
-  std::size_t counts[3] = {0, 0, 0};
+  std::size_t counts[4] = {0, 0, 0, 0}; // by Status
   std::string out = "{\"manifest\": " + json_string(manifest.path) +
                     ", \"updated\": " + (updated ? "true" : "false") + ", \"goldens\": [";
   for (std::size_t i = 0; i < results.size(); ++i) {

@@ -151,6 +151,13 @@ rc, out, err = run("check", "m.yaml", "--update", "--junit", "no/such/dir/j.xml"
 expect(rc == 2 and out == "" and read("g/drift.yaml") == drifted, "bad --junit: nothing rewritten",
        out + err)
 
+# --update with a golden in a missing directory fails before rewriting any.
+write("nodir.yaml", MANIFEST + "  - {spec: qwen3_30b@b200, golden: no/such/dir/g.yaml}\n")
+rc, out, err = run("check", "nodir.yaml", "--update")
+expect(rc == 2 and out == "" and read("g/drift.yaml") == drifted
+       and err == "error: nodir.yaml:8:6: no/such/dir/g.yaml: no/such/dir is not a directory\n",
+       "--update into a missing directory: nothing rewritten", out + err)
+
 # A golden that differs only in a comment: no semantic differences, the text diff shows it.
 write("g/comment.yaml", good.replace("\n", "\n# a note\n", 3))
 write("c.yaml", "goldens:\n  - {spec: qwen3_30b@b200, golden: g/comment.yaml}\n")
