@@ -1,15 +1,28 @@
 #include "compile.h"
 
 #include "config/error.h"
+#include "config/script_text.h"
 #include "config/yaml_write.h"
 #include "overrides/overrides_file.h"
 #include "passes/invariants.h"
 #include "validate/validate.h"
 
 namespace qr {
+namespace {
+
+// One token of the header's command: it goes into a comment line, so it must be one line; then
+// it is written as a shell word.
+std::string command_word(std::string_view token, std::string_view what,
+                         std::string_view hint = {}) {
+  require_one_line(token, what, hint);
+  return shell_word(token, what);
+}
+
+} // namespace
 
 Compiler::Compiler(std::shared_ptr<const DataSource> data)
-    : schema_(Schema::load(*data)), catalog_(Catalog::load(data, schema_)) {}
+    : schema_(Schema::load(*data)), catalog_(Catalog::load(data, schema_)),
+      recipes_dir_(data->directory()) {}
 
 namespace {
 
@@ -37,7 +50,10 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
 
   std::optional<RecipeSpec> spec;
   Value base;
-  std::string command = "qwen-recipe build";
+  std::string command = "qwen-recipe";
+  if (!recipes_dir_.empty())
+    command += " --recipes-dir " + command_word(recipes_dir_, "--recipes-dir");
+  command += " build";
   if (!req.base_file.empty()) {
     if (!req.recipe.empty())
       throw Error("give a recipe or --base FILE, not both");
@@ -48,8 +64,8 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
                   " has no effect with --base: the pipeline sets the precision (e.g. "
                   "'precision{p=" +
                   req.precision + "},...')");
+    command += " --base " + command_word(req.base_file, "--base file name");
     base = catalog_->base_from_file(req.base_file, profile);
-    command += " --base " + req.base_file;
   } else {
     if (req.recipe.empty())
       throw Error("no recipe given; e.g. qwen-recipe build qwen35_397b --gpu gb300 "
@@ -63,27 +79,33 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
     }
     spec = catalog_->resolve(ref.model, ref.gpu, ref.precision);
     base = catalog_->base_config(*spec->model, profile);
-    command +=
-        " " + spec->model->name + " --gpu " + spec->gpu->name + " --precision " + spec->precision;
+    command.append(" ").append(command_word(spec->model->name, "model key"));
+    command.append(" --gpu ").append(command_word(spec->gpu->name, "GPU key"));
+    command.append(" --precision ").append(command_word(spec->precision, "precision"));
   }
-  command += " --mcore " + profile;
+  command += " --mcore " + command_word(profile, "--mcore profile");
   Config config(schema_, profile, std::move(base));
   Pipeline pipeline =
       req.pipeline_text.empty() ? spec->variant->pipeline : Pipeline::parse(req.pipeline_text);
   pipeline.bind(config, *catalog_);
   pipeline.check_order();
+  // The header's `# pipeline:` line.
+  require_one_line(pipeline.text(), "pipeline");
   if (!req.pipeline_text.empty())
-    command += " --pipeline '" + pipeline.text() + "'";
+    command += " --pipeline " + command_word(pipeline.text(), "--pipeline");
   std::vector<Override> overrides;
   // The files' overrides go into the command as tokens: it reproduces the build without them.
   for (const std::string& file : req.override_files)
     for (Override& o : read_overrides_file(file)) {
-      command += " " + to_token(o);
+      command.append(" ").append(command_word(to_token(o), "override in " + o.origin));
       overrides.push_back(std::move(o));
     }
   for (const std::string& token : req.overrides) {
     overrides.push_back(parse_override(token));
-    command += " " + token;
+    command.append(" ").append(
+        command_word(token, "override",
+                     "remove it (a value with a line break can be a YAML escape, "
+                     "\"a\\nb\", in a --base file)"));
   }
   BuildResult result{std::move(config), std::move(pipeline), std::move(overrides), spec, command};
   return result;

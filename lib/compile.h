@@ -29,7 +29,9 @@ struct BuildResult {
   Pipeline pipeline;
   std::vector<Override> overrides;
   std::optional<RecipeSpec> recipe;
-  std::string command; // the qwen-recipe command line that reproduces it
+  // The qwen-recipe command that reproduces it: shell words, so that pasted into sh it rebuilds
+  // the file byte for byte.
+  std::string command;
 };
 
 class Compiler {
@@ -47,6 +49,7 @@ public:
 private:
   std::shared_ptr<const Schema> schema_;
   std::shared_ptr<const Catalog> catalog_;
+  std::string recipes_dir_; // empty: the built-in recipes
 };
 
 // The YAML Megatron-Bridge loads, with a comment header that says how to rebuild it.

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace qr::cli {
 
@@ -26,9 +27,21 @@ void release_logs(bool failed);
 // The compiler over the built-in recipes, or over --recipes-dir.
 std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g);
 
-// Writes `text` to `path` atomically (temporary file in the same directory, then rename), or to
-// stdout when path is empty or "-", or in place when it is a device or a pipe (/dev/stdout).
-// Throws qr::Error; leaves no file behind on failure.
+struct OutputFile {
+  std::string path; // empty or "-": standard output
+  std::string text;
+};
+
+// Writes the files as one: each to a temporary file next to it (a name that stays within
+// NAME_MAX), and only once every one is written are they renamed into place, so that after any
+// error (a full disk, a missing directory, an existing file without `replace`) none is created
+// or changed. A path that is a device or a pipe (/dev/stdout, or a link to one) is written in
+// place, after the renames; standard output last. A path that is a symbolic link to anything
+// else is replaced by the new file (the link's target is left as it was). Without `replace`, an
+// existing path is refused. SIGINT, SIGTERM and SIGHUP during the write remove the temporary
+// files, and undo the renames done so far, before the process dies. Throws qr::Error.
+void write_outputs(const std::vector<OutputFile>& files, bool replace);
+// One file, replacing what is there: write_outputs({{path, text}}, true).
 void write_output(const std::string& path, const std::string& text);
 
 // The start-up checks at the end of a build (build, launch): warnings and skipped checks go to

@@ -2,8 +2,13 @@
 // prints (or writes) the Slurm batch script, torchrun script or JSON that runs it.
 #include "commands.h"
 #include "config/error.h"
+#include "config/script_text.h"
+#include "config/yaml_read.h"
 #include "launch/launch.h"
+#include "operands.h"
+#include "passes/invariants.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <spdlog/spdlog.h>
@@ -15,41 +20,143 @@ struct LaunchCliOptions {
   std::vector<std::string> args; // RECIPE then overrides
   RecipeOptions recipe;
   std::string format = "slurm", output, config;
+  bool force = false, allow_waived = false;
+  int nodes = 0;
   LaunchOptions launch;
 };
+
+// The config's file name when neither --config nor -o gives one: JOB-NAME.yaml here, so the
+// job name must be one plain file name.
+std::string config_name_from_job(const std::string& job_name) {
+  require_one_line(job_name, "--job-name");
+  if (job_name.find('/') != std::string::npos || job_name == "." || job_name == "..")
+    throw Error("--job-name '" + job_name +
+                "' also names the config file (JOB-NAME.yaml in the current directory), so it "
+                "may not be a path: give --config FILE or -o FILE, or a job name without '/'");
+  return job_name + ".yaml";
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal() ||
+         fs::equivalent(a, b, ec);
+}
+
+// The value after `option` in a config's header command (# qwen-recipe build MODEL --gpu G ...),
+// or empty.
+std::string header_option(const std::string& header, const std::string& option) {
+  const std::size_t at = header.find(" " + option + " ");
+  if (at == std::string::npos)
+    return {};
+  const std::size_t start = at + option.size() + 2;
+  return header.substr(start, header.find(' ', start) - start);
+}
+
+// `launch FILE.yaml`: a config the user built or edited, launched in place. Its recipe (model,
+// GPU, precision: the entry point's flags, the GPU count) comes from its header and --gpu /
+// --precision; the config itself is typed by the schema and checked: every final invariant and
+// every start-up check, with the recipe's waivers only under --allow-waived.
+BuildResult prepare_file(const Compiler& compiler, const std::string& path,
+                         const RecipeOptions& given, bool allow_waived) {
+  const std::string text = read_text_file(path, YamlLimits{}.max_bytes);
+  const std::string header = text.substr(0, text.find('\n'));
+  const std::string prefix = "# qwen-recipe ";
+  const std::size_t build = header.find(" build ");
+  if (!header.starts_with(prefix) || build == std::string::npos)
+    throw Error(path + ": no '# qwen-recipe build MODEL ...' header to take the recipe from; "
+                       "launch the recipe with overrides instead, or keep the header qwen-recipe "
+                       "build writes");
+  const std::string model = header.substr(build + 7, header.find(' ', build + 7) - build - 7);
+  BuildRequest req;
+  req.recipe = model;
+  req.gpu = given.gpu.empty() ? header_option(header, "--gpu") : given.gpu;
+  const std::string precision = header_option(header, "--precision");
+  req.precision = given.precision != "bf16" || precision.empty() ? given.precision : precision;
+  req.profile = given.profile.empty() ? header_option(header, "--mcore") : given.profile;
+  BuildResult r = compiler.prepare(req);
+  r.config = load_config_text(compiler.schema(), text, path, req.profile);
+  const std::vector<Waiver>& waivers = r.recipe->variant->waivers;
+  for (const InvariantInfo& inv : invariant_registry())
+    if (const std::string problem = inv.check(r.config);
+        !problem.empty() &&
+        !(allow_waived && std::any_of(waivers.begin(), waivers.end(),
+                                      [&](const Waiver& w) { return w.invariant == inv.name; })))
+      throw Error(path + ": invariant '" + inv.name + "' failed: " + problem);
+  r.command = "launched as written; built by: " + header.substr(2);
+  return r;
+}
 
 int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (o.args.empty())
     throw Error("no recipe given; e.g. qwen-recipe launch qwen35_397b --gpu gb300 --account A "
                 "--partition P");
+  hold_logs(); // as build: after an error, the one line is all there is
   auto compiler = make_compiler(g);
+  const std::string& first = o.args.front();
+  const bool from_file = !is_recipe_spec(first) && std::filesystem::is_regular_file(first);
+  if (from_file && (o.args.size() > 1 || !o.config.empty()))
+    throw Error(first + " is launched as it is: give no overrides and no --config (edit the file, "
+                        "or launch the recipe with overrides)");
   BuildRequest req;
-  req.recipe = o.args.front();
+  req.recipe = first;
   o.recipe.fill(req);
   req.overrides.assign(o.args.begin() + 1, o.args.end());
-  const BuildResult r = compiler->build(req);
-  validate_built(r, validate_options_for(req, r));
+  const BuildResult r =
+      from_file ? prepare_file(*compiler, first, o.recipe, o.allow_waived) : compiler->build(req);
+  ValidateOptions checks = from_file ? ValidateOptions{} : validate_options_for(req, r);
+  if (from_file) {
+    checks.world_size = r.recipe->entry->num_gpus;
+    if (o.allow_waived)
+      checks.waivers = r.recipe->variant->waivers;
+  }
+  // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
+  // global batch stay, data parallelism follows, and every start-up check runs on the new size.
+  const int per_node =
+      o.launch.gpus_per_node > 0 ? o.launch.gpus_per_node : r.recipe->gpu->gpus_per_node;
+  if (o.nodes > 0)
+    o.launch.num_gpus = o.nodes * per_node;
+  if (o.launch.num_gpus > 0)
+    checks.world_size = o.launch.num_gpus;
+  validate_built(r, checks);
+  // A waiver keeps upstream parity in build; a launch would only spend the allocation on it.
+  if (const std::vector<std::string> waived =
+          from_file ? std::vector<std::string>{} : waived_failures(r, checks);
+      !waived.empty() && !o.allow_waived)
+    throw Error(r.recipe->id() + " would stop once the job starts: " + waived.front() +
+                (waived.size() > 1 ? " (and " + std::to_string(waived.size() - 1) + " more)" : "") +
+                "; fix it with overrides, or give --allow-waived to launch it as upstream has it");
 
+  const bool to_stdout = o.output.empty() || o.output == "-";
   // The config goes next to the launch file: job.sbatch -> job.yaml.
-  if (o.config.empty())
-    o.config =
-        o.output.empty() || o.output == "-"
-            ? (o.launch.job_name.empty()
-                   ? r.recipe->model->name + "-" + r.recipe->gpu->name + "-" + r.recipe->precision
-                   : o.launch.job_name) +
-                  ".yaml"
-            : std::filesystem::path(o.output).replace_extension(".yaml").string();
-  if (o.config == o.output)
-    throw Error("--config and --output are both " + o.config + "; give them different names");
-  o.launch.config_path = o.config;
+  if (from_file)
+    o.config = first;
+  else if (o.config.empty())
+    o.config = to_stdout
+                   ? config_name_from_job(o.launch.job_name.empty()
+                                              ? r.recipe->model->name + "-" + r.recipe->gpu->name +
+                                                    "-" + r.recipe->precision
+                                              : o.launch.job_name)
+                   : std::filesystem::path(o.output).replace_extension(".yaml").string();
+  require_one_line(o.config, "--config");
+  if (!to_stdout) {
+    require_one_line(o.output, "--output");
+    if (same_file(o.config, o.output))
+      throw Error("--config and --output are both " + o.config + "; give them different names");
+  }
+  // The script names the config by its absolute path, so that it finds it wherever it is
+  // submitted from (sbatch runs a copy of the script, from the submitting directory).
+  o.launch.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
   const LaunchPlan plan = plan_launch(r, o.launch);
   const std::string launch = o.format == "slurm"      ? slurm_script(plan, o.launch)
                              : o.format == "torchrun" ? torchrun_script(plan)
                                                       : launch_json(plan, o.launch);
-  write_output(o.config, emit_config(r));
+  if (from_file)
+    write_outputs({{o.output, launch}}, o.force);
+  else
+    write_outputs({{o.config, emit_config(r)}, {o.output, launch}}, o.force);
   spdlog::info("wrote the config to {} ({} nodes x {} GPUs)", o.config, plan.nodes,
                plan.gpus_per_node);
-  write_output(o.output, launch);
   return 0;
 }
 
@@ -61,14 +168,16 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
       "launch", "write a recipe's config and the Slurm script (or torchrun command) that runs "
                 "Megatron-Bridge's performance entry point on it");
   cmd->add_option("args", opts->args,
-                  "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build");
+                  "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build; "
+                  "or a config FILE.yaml that build wrote (and you edited), launched as it is");
   opts->recipe.add_to(cmd);
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
                   "json (the launch config)")
       ->check(one_of({"slurm", "torchrun", "json"}));
   cmd->add_option("-o,--output", opts->output,
-                  "write the launch file here (atomically) instead of standard output");
+                  "write the launch file here instead of standard output; it and the config are "
+                  "written together, or neither");
   cmd->add_option("--config", opts->config,
                   "where to write the config YAML (default: next to --output as NAME.yaml, else "
                   "JOB-NAME.yaml here)");
@@ -79,19 +188,25 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   cmd->add_option("-t,--time", opts->launch.time_limit, "Slurm time limit (default 00:30:00)");
   cmd->add_option("--container-image", opts->launch.container_image,
                   "container image for srun (pyxis), e.g. nvcr.io/nvidia/nemo:26.04; without it "
-                  "the ranks run the nodes' own Python")
-      ->check([](const std::string& s) {
-        return s.find_first_of("\n'") == std::string::npos ? "" : "no quotes or newlines";
-      });
+                  "the ranks run the nodes' own Python");
   cmd->add_option("--container-mounts", opts->launch.container_mounts,
                   "extra SRC:DST container mounts (repeat, or separate with commas); the config's "
                   "directory is always mounted")
-      ->delimiter(',')
-      ->check([](const std::string& s) {
-        return s.find_first_of("\"$`\\\n") == std::string::npos
-                   ? ""
-                   : "a mount may not hold quotes, $, backquotes or backslashes";
-      });
+      ->delimiter(',');
+  cmd->add_flag("--force", opts->force,
+                "replace the config and launch files if they exist (without it, launch refuses)");
+  cmd->add_flag("--allow-waived", opts->allow_waived,
+                "launch a recipe whose upstream original fails a start-up check (a waiver), as "
+                "upstream has it; without it, launch refuses, naming the check and the fix");
+  auto* num_gpus =
+      cmd->add_option("--num-gpus", opts->launch.num_gpus,
+                      "run on N GPUs instead of the recipe's, as Megatron-Bridge's -ng: data "
+                      "parallelism follows, the global batch stays, every start-up check runs "
+                      "on N")
+          ->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", opts->nodes, "run on N nodes: --num-gpus N x GPUs per node")
+      ->check(CLI::PositiveNumber)
+      ->excludes(num_gpus);
   cmd->add_option("--gpus-per-node", opts->launch.gpus_per_node,
                   "GPUs per node (default: 4 on gb300, gb200, vr200; 8 on b300, b200, h100)")
       ->check(positive_count());

@@ -1,21 +1,28 @@
 // gdn-bench (see gdn_bench.h and docs/gdn-bench.md): argument parsing, the correctness check of
-// each backend against `reference`, event timing with the L2 flushed, and the table / JSON output.
+// each backend against `reference`, timing (CUDA-graph replays, and eager runs with the L2
+// flushed), memory, the peers (FLA, FlashQLA, cuDNN) through the Python driver on the very same
+// inputs, and the tables, recommendation, JSON and plot.
 #include "common.cuh"
 #include "conv_bench.h"
-#include "fla_json.h"
 #include "gdn_bench.h"
 #include "harness.h"
+#include "peers.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <unistd.h>
 
 namespace qr::gdn {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct NamedShape {
   std::string name;
@@ -29,50 +36,72 @@ std::vector<std::string> all_modes() {
   return {"fwd", "fwd-train", "bwd", "bwd-recompute", "fwdbwd"};
 }
 
+// The Python backends the driver runs, in table order.
+const std::vector<std::string> kPeers = {"fla", "flash_qla", "transformer_engine"};
+
+bool is_peer(const std::string& b) {
+  return std::find(kPeers.begin(), kPeers.end(), b) != kPeers.end();
+}
+
 struct Config {
   std::vector<NamedShape> shapes;
   std::vector<std::string> backends; // empty: all
   std::vector<std::string> modes = all_modes();
+  std::vector<int> seq_lens; // each shape at each of these T
   int warmup = 3, iters = 20;
+  int peers_budget = 0; // seconds the peers' first calls may take; 0: no limit
   bool check_only = false, l2norm = true, states = false;
-  int varlen = 0;     // > 0: pack each shape's tokens into this many equal sequences (cu_seqlens)
-  bool graph = false; // time CUDA-graph replays (warm L2), as gdn_fla_bench.py times FLA
+  int varlen = 0; // > 0: pack each shape's tokens into this many equal sequences (cu_seqlens)
   double tol = 2e-2;
   uint64_t seed = 1;
-  std::string json;
-  std::string fla_json; // gdn_fla_bench.py's results.json; implies --compare-fla
-  bool compare_fla = false;
+  std::string json, plot;
+  std::string baseline = "fla";
+  std::string python = "python3";
+#ifdef QR_GDN_PEERS_DRIVER
+  std::string driver = QR_GDN_PEERS_DRIVER;
+#else
+  std::string driver;
+#endif
 };
 
 const char* kUsage = R"(usage: gdn-bench [options]
 Checks each GatedDeltaNet backend against `reference` (relative L2 error of o, final state, dq, dk,
-dv, dg, dbeta, d initial state; NaN check) and times the ones that pass.
+dv, dg, dbeta, d initial state; NaN check), times the ones that pass (CUDA-graph replay medians,
+and eager runs with the L2 flushed before each), measures their memory, and recommends a backend.
   --recipe NAME[,NAME]     shapes of compiled recipes (micro batch, seq_length, GDN heads, dims)
   --shape B,T,Hk,Hv,D      a shape: batch, tokens, key heads, value heads, head dim (repeatable)
-  --backend all|NAME[,..]  backends to run (reference, chunked, fused); default all
+  --seq-lens T[,T..]       every shape at each of these sequence lengths (the plot is then a line
+                           plot of time against T)
+  --backend all|NAME[,..]  backends to run, default all: ours (reference, chunked, fused) and the
+                           peers, run by the Python driver on the same input tensors: fla (FLA's
+                           Triton kernels, pinned: FLA_FLASH_QLA=0, no TileLang), flash_qla
+                           (FlashQLA), transformer_engine (cuDNN frontend's GDN, which Transformer
+                           Engine runs); a peer that cannot run says why on its row
+  --baseline NAME          the backend the ratios are taken against (default fla)
   --mode MODE[,MODE]       passes to time, default all: fwd (inference), fwd-train (also keeps the
                            context for the backward), bwd (from that context), bwd-recompute
-                           (self-contained), fwdbwd (fwd-train + bwd, a training step)
+                           (self-contained; ours only), fwdbwd (fwd-train + bwd, a training step)
   --warmup N               untimed runs per pass (default 3)
-  --iters N                timed runs per pass (default 20); the L2 is flushed before each
-  --graph                  time CUDA-graph replays of each mode's passes instead, without the L2
-                           flush, the way gdn_fla_bench.py times FLA (like for like with FLA)
+  --iters N                timed runs per pass and method (default 20)
   --check                  run only the correctness check against reference, no timing
   --tol X                  largest relative L2 error a backend may show (default 0.02)
   --initial-state          also feed an initial state and a final-state gradient
   --varlen N               pack each (batch-1) shape's T tokens into N sequences of near-equal
-                           length (cu_seqlens; per-sequence states)
+                           length (cu_seqlens; per-sequence states); our backends only
   --no-l2norm              no q/k l2 normalisation inside the kernel (q, k drawn N(0, 1/D))
   --seed N                 input seed (default 1)
   --json FILE              also write the results as JSON
-  --compare-fla            print FLA's times beside ours, as ratios (needs --fla-json)
-  --fla-json FILE          results.json of shared/tools/gdn_fla_bench.py (--out DIR) from the same
-                           GPU, ideally the same run; FLA's CUDA-graph medians are compared
+  --plot FILE.png|FILE.svg bars per backend and shape for fwd and fwdbwd (matplotlib, through the
+                           driver)
+  --peers-budget S         seconds the peers' imports and first calls (compiling, autotuning)
+                           may take before the driver stops them (default 0: no limit)
+  --python EXE             the Python that runs the driver (default python3)
+  --peers-driver FILE      the driver (default: kernels/bench/peers/gdn_peers.py of this source tree)
   --op gdn|conv            what to bench: the GDN backends (default) or the short convolution
                            (`--op conv --help` lists its options)
   --help                   this text
 Default shapes: qwen35_35b (4,4096,16,32,128) and qwen35_397b (1,4096,16,64,128).
-Exit codes: 0 ok, 2 bad arguments or a failed check, 77 no CUDA device.
+Exit codes: 0 ok, 2 bad arguments or one of our backends failed its check, 77 no CUDA device.
 )";
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -106,8 +135,8 @@ std::string shape_text(const Shape& s) {
 
 // Returns an error text, empty on success.
 std::string parse(const std::vector<std::string>& args, const RecipeShapeResolver& resolver,
-                  Config& cfg, bool& help) {
-  bool default_modes = true;
+                  const std::vector<std::string>& ours, Config& cfg, bool& help) {
+  bool default_modes = true, baseline_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string& v) {
@@ -122,8 +151,6 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       help = true;
     } else if (a == "--check") {
       cfg.check_only = true;
-    } else if (a == "--graph") {
-      cfg.graph = true;
     } else if (a == "--initial-state") {
       cfg.states = true;
     } else if (a == "--varlen") {
@@ -155,10 +182,28 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       if (!s.valid())
         return "--shape: Hv must be a multiple of Hk";
       cfg.shapes.push_back({"custom", s});
+    } else if (a == "--seq-lens") {
+      if (!value(v) || split(v, ',').empty())
+        return "--seq-lens needs T[,T...] (positive integers)";
+      for (const std::string& t : split(v, ',')) {
+        if (!parse_int(t, 1, 1 << 24, n))
+          return "--seq-lens: '" + t + "' is not a positive integer";
+        cfg.seq_lens.push_back(int(n));
+      }
     } else if (a == "--backend") {
       if (!value(v))
         return "--backend needs a value";
       cfg.backends = v == "all" ? std::vector<std::string>{} : split(v, ',');
+      for (const std::string& b : cfg.backends)
+        if (!is_peer(b) && std::find(ours.begin(), ours.end(), b) == ours.end())
+          return "--backend: unknown backend '" + b +
+                 "' (reference, chunked, fused, fla, flash_qla, transformer_engine or all)";
+    } else if (a == "--baseline") {
+      if (!value(v) || (!is_peer(v) && std::find(ours.begin(), ours.end(), v) == ours.end()))
+        return "--baseline needs a backend name (reference, chunked, fused, fla, flash_qla, "
+               "transformer_engine)";
+      cfg.baseline = v;
+      baseline_given = true;
     } else if (a == "--mode") {
       if (!value(v))
         return "--mode needs a value";
@@ -176,6 +221,10 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       }
       if (cfg.modes.empty())
         return "--mode needs a value";
+    } else if (a == "--peers-budget") {
+      if (!value(v) || !parse_int(v, 0, 1 << 30, n))
+        return "--peers-budget needs a non-negative number of seconds";
+      cfg.peers_budget = int(n);
     } else if (a == "--warmup" || a == "--iters" || a == "--seed") {
       if (!value(v) || !parse_int(v, a == "--iters" ? 1 : 0, 1 << 30, n))
         return a + (a == "--iters" ? " needs a positive integer" : " needs a non-negative integer");
@@ -189,26 +238,36 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       char* end = nullptr;
       if (!value(v) || (cfg.tol = std::strtod(v.c_str(), &end), *end != '\0') || !(cfg.tol > 0))
         return "--tol needs a positive number";
-    } else if (a == "--json") {
-      if (!value(v))
-        return "--json needs a file name";
-      cfg.json = v;
-    } else if (a == "--compare-fla") {
-      cfg.compare_fla = true;
-    } else if (a == "--fla-json") {
-      if (!value(v))
-        return "--fla-json needs a file name";
-      cfg.fla_json = v;
-      cfg.compare_fla = true;
+    } else if (a == "--json" || a == "--plot" || a == "--python" || a == "--peers-driver") {
+      if (!value(v) || v.empty())
+        return a + " needs a file name";
+      (a == "--json"     ? cfg.json
+       : a == "--plot"   ? cfg.plot
+       : a == "--python" ? cfg.python
+                         : cfg.driver) = v;
+      if (a == "--plot" && !(v.size() > 4 && (v.compare(v.size() - 4, 4, ".png") == 0 ||
+                                              v.compare(v.size() - 4, 4, ".svg") == 0)))
+        return "--plot " + v + ": the plot is a .png or .svg file";
     } else {
       return "unknown argument '" + a + "' (see --help)";
     }
   }
-  if (cfg.compare_fla && cfg.fla_json.empty())
-    return "--compare-fla needs --fla-json FILE (the results.json of gdn_fla_bench.py)";
+  if (baseline_given && !cfg.backends.empty() &&
+      std::find(cfg.backends.begin(), cfg.backends.end(), cfg.baseline) == cfg.backends.end())
+    return "--baseline " + cfg.baseline + " is not among the --backend list";
   if (cfg.shapes.empty())
     cfg.shapes = {{"qwen35_35b", make_shape(4, 4096, 16, 32, 128)},
                   {"qwen35_397b", make_shape(1, 4096, 16, 64, 128)}};
+  if (!cfg.seq_lens.empty()) {
+    std::vector<NamedShape> each;
+    for (const NamedShape& s : cfg.shapes)
+      for (int t : cfg.seq_lens) {
+        NamedShape c = s;
+        c.shape.seq_len = t;
+        each.push_back(c);
+      }
+    cfg.shapes = each;
+  }
   for (NamedShape& ns : cfg.shapes) {
     if (!cfg.varlen)
       break;
@@ -217,6 +276,18 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
              std::to_string(cfg.varlen) + " tokens";
     ns.shape.sequences = cfg.varlen;
     ns.name += "+N" + std::to_string(cfg.varlen);
+  }
+  // The peers' driver passes no cu_seqlens yet, so packed shapes time our backends alone.
+  if (cfg.varlen) {
+    if (cfg.backends.empty())
+      cfg.backends = ours;
+    for (const std::string& b : cfg.backends)
+      if (is_peer(b))
+        return "--varlen runs our backends only (reference, chunked, fused), not " + b;
+    if (!baseline_given)
+      cfg.baseline = "fused";
+    else if (is_peer(cfg.baseline))
+      return "--varlen runs our backends only: --baseline " + cfg.baseline + " cannot run";
   }
   return {};
 }
@@ -241,11 +312,50 @@ struct CheckRow {
   bool pass;
 };
 
-struct TimeRow {
-  std::string backend, shape_name, mode;
-  Shape shape;
-  double median = 0, min = 0, max = 0, tflops = 0, gbps = 0, pct_flop = 0, pct_bw = 0;
+using peers::Stats;
+
+struct ModeResult {
+  std::string mode;
+  Stats graph, eager;
+  std::string graph_error;
 };
+
+// One backend at one shape: what the tables, the recommendation and the JSON say about it.
+struct Result {
+  std::string backend;
+  bool peer = false;
+  size_t shape = 0;          // index into Config::shapes
+  std::string status = "ok"; // ok, unavailable, error, failed check
+  std::string reason, runs, pinned;
+  std::vector<std::pair<std::string, std::string>> versions;
+  size_t kernels = 0; // CUDA kernels of one training step (a peer's, from torch.profiler)
+  std::vector<ModeResult> modes;
+  double saved_bytes = -1, peak_bytes = -1, first_call_s = -1;
+  double worst_rel_l2 = -1;
+  std::string worst_output;
+
+  const ModeResult* mode(const std::string& m) const {
+    for (const ModeResult& r : modes)
+      if (r.mode == m)
+        return &r;
+    return nullptr;
+  }
+  double graph_ms(const std::string& m) const {
+    const ModeResult* r = mode(m);
+    return r ? r->graph.median : -1;
+  }
+};
+
+Stats stats_of(std::vector<float> ms) {
+  Stats s;
+  if (ms.empty())
+    return s;
+  std::sort(ms.begin(), ms.end());
+  s.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  s.min = ms.front();
+  s.max = ms.back();
+  return s;
+}
 
 // Runs fwd and bwd of `be` on poisoned outputs and reads back every output: the training path
 // (forward keeping the context, poisoned first, and the backward from it) or the recompute path.
@@ -293,11 +403,96 @@ struct GraphExec {
   }
 };
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s)
-    o += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return o;
+// The input tensors exactly as the device holds them, for the driver.
+std::string write_inputs(const Problem& p, const NamedShape& ns, const std::string& stem) {
+  const Shape& s = ns.shape;
+  const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k;
+  struct Item {
+    const char* name;
+    const DeviceBuffer* buf;
+    const char* dtype;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Item> items = {
+      {"q", &p.q, "bf16", {B, T, Hk, D}},    {"k", &p.k, "bf16", {B, T, Hk, D}},
+      {"v", &p.v, "bf16", {B, T, Hv, D}},    {"g", &p.g, "f32", {B, T, Hv}},
+      {"beta", &p.beta, "bf16", {B, T, Hv}}, {"do", &p.d_o, "bf16", {B, T, Hv, D}}};
+  if (p.h0.bytes())
+    items.push_back({"h0", &p.h0, "f32", {B, Hv, D, D}});
+  if (p.dht.bytes())
+    items.push_back({"dht", &p.dht, "f32", {B, Hv, D, D}});
+  std::vector<peers::HostTensor> tensors;
+  for (const Item& it : items) {
+    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
+    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
+    tensors.push_back(std::move(t));
+  }
+  char extra[96];
+  std::snprintf(extra, sizeof extra, "\"scale\": %.9g, \"l2norm\": %s", p.opt.effective_scale(s),
+                p.opt.l2norm_qk ? "true" : "false");
+  return peers::write_tensors(
+      stem, {ns.name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, tensors,
+      extra);
+}
+
+std::string mb(double bytes) {
+  if (bytes < 0)
+    return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", bytes / 1e6);
+  return b;
+}
+
+std::string ms_text(double ms) {
+  if (ms <= 0)
+    return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", ms);
+  return b;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+  return s;
+}
+
+std::string versions_text(const Result& r) {
+  std::string t;
+  for (const auto& [dist, ver] : r.versions)
+    t += (t.empty() ? "" : ", ") + dist + " " + ver;
+  return t.empty() ? "no versions found" : t;
+}
+
+// What a user does to run `backend` in a Megatron-Bridge recipe.
+std::string how_to_select(const std::string& backend) {
+  if (backend == "fla")
+    return "set model.gdn_kernel_backend=fla, with FLA_FLASH_QLA=0 or without flash-qla "
+           "installed (FLA >= 0.6 dispatches to FlashQLA when it is)";
+  if (backend == "flash_qla")
+    return "set model.gdn_kernel_backend=fla and pip install flash-qla (FLA >= 0.6 dispatches to "
+           "it on Hopper and Blackwell)";
+  if (backend == "transformer_engine")
+    return "set model.gdn_kernel_backend=transformer_engine (Transformer Engine >= 2.19 with "
+           "nvidia-cudnn-frontend >= 1.29)";
+  return "";
+}
+
+std::string ratio_text(double ms, double base) {
+  if (ms <= 0 || base <= 0)
+    return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", ms / base);
+  return b;
+}
+
+void json_stats(std::ostream& j, const Stats& s) {
+  if (s.median <= 0) {
+    j << "null";
+    return;
+  }
+  j << "{\"median\": " << s.median << ", \"min\": " << s.min << ", \"max\": " << s.max << "}";
 }
 
 } // namespace
@@ -316,9 +511,13 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         return conv::conv_bench_main(rest, out, err);
       return bench_main(rest, resolver, out, err);
     }
+  std::vector<std::unique_ptr<Backend>> backends = all_backends();
+  std::vector<std::string> ours;
+  for (const auto& b : backends)
+    ours.push_back(b->name());
   Config cfg;
   bool help = false;
-  if (std::string e = parse(args, resolver, cfg, help); !e.empty()) {
+  if (std::string e = parse(args, resolver, ours, cfg, help); !e.empty()) {
     err << "gdn-bench: " << e << "\n";
     return 2;
   }
@@ -326,29 +525,25 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     out << kUsage;
     return 0;
   }
-  FlaResults fla;
-  if (!cfg.fla_json.empty())
-    if (std::string e = read_fla_results(cfg.fla_json, fla); !e.empty()) {
-      err << "gdn-bench: --fla-json " << cfg.fla_json << ": " << e << "\n";
-      return 2;
-    }
+  auto selected = [&](const std::string& name) {
+    return cfg.backends.empty() ||
+           std::find(cfg.backends.begin(), cfg.backends.end(), name) != cfg.backends.end();
+  };
+  std::vector<std::string> peer_list;
+  for (const std::string& p : kPeers)
+    if (selected(p))
+      peer_list.push_back(p);
+  if ((!peer_list.empty() || !cfg.plot.empty()) && access(cfg.driver.c_str(), R_OK) != 0) {
+    err << "gdn-bench: --peers-driver " << (cfg.driver.empty() ? "(none)" : cfg.driver)
+        << ": not readable; give the path of kernels/bench/peers/gdn_peers.py\n";
+    return 2;
+  }
   DeviceInfo dev;
   std::string dev_name;
   if (std::string e = device_info(dev, dev_name); !e.empty()) {
     err << "gdn-bench: no CUDA device (skipping)\n";
     return 77;
   }
-  std::vector<std::unique_ptr<Backend>> backends = all_backends();
-  for (const std::string& want : cfg.backends)
-    if (std::none_of(backends.begin(), backends.end(),
-                     [&](const auto& b) { return b->name() == want; })) {
-      err << "gdn-bench: unknown backend '" << want << "' (reference, chunked, fused)\n";
-      return 2;
-    }
-  auto selected = [&](const Backend& b) {
-    return cfg.backends.empty() ||
-           std::find(cfg.backends.begin(), cfg.backends.end(), b.name()) != cfg.backends.end();
-  };
   const Peaks peaks = nominal_peaks(dev);
   char when[32];
   const std::time_t now = std::time(nullptr);
@@ -367,12 +562,34 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     err << "gdn-bench: setup failed: " << e << "\n";
     return 2;
   }
+  // The driver's files: the inputs of every shape, the peers' outputs, peers.json.
+  std::string work;
+  if (!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) {
+    std::string tmpl = (fs::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+      err << "gdn-bench: cannot create a temporary folder under " << fs::temp_directory_path()
+          << "\n";
+      return 2;
+    }
+    work = tmpl;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!dir.empty())
+        fs::remove_all(dir, ec);
+    }
+  } cleanup{work};
 
   std::vector<CheckRow> checks;
-  std::vector<TimeRow> times;
-  std::string contexts; // saved-context sizes, printed after the times
+  std::vector<Result> results;
+  std::vector<std::map<std::string, std::vector<double>>> refs(cfg.shapes.size());
+  std::vector<std::string> oracle_errors(cfg.shapes.size());
+  std::vector<std::string> input_dirs(cfg.shapes.size());
   bool failed = false;
-  for (const NamedShape& ns : cfg.shapes) {
+  for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+    const NamedShape& ns = cfg.shapes[si];
     const std::string label = ns.name + " (" + shape_text(ns.shape) + ")";
     Problem p;
     Options opt;
@@ -387,7 +604,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     err << "gdn-bench: " << label << ": preparing inputs\n";
     size_t ws = 0, ctx = 0; // for the selected backends and the oracle, which always runs
     for (const auto& b : backends)
-      if (b->unsupported(dev, ns.shape).empty() && (selected(*b) || b == backends.front())) {
+      if (b->unsupported(dev, ns.shape).empty() && (selected(b->name()) || b == backends.front())) {
         ws = std::max(
             {ws, b->workspace_bytes(ns.shape, Pass::fwd), b->workspace_bytes(ns.shape, Pass::bwd)});
         ctx = std::max(ctx, b->saved_bytes(ns.shape));
@@ -396,12 +613,24 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         !e.empty() || !(e = p.ensure_workspace(ws)).empty() || !(e = p.ensure_saved(ctx)).empty()) {
       err << "gdn-bench: " << label << ": " << e << "\n";
       failed = true;
+      oracle_errors[si] = e;
       continue;
     }
+    if (!peer_list.empty()) {
+      input_dirs[si] = work + "/shape" + std::to_string(si);
+      std::error_code ec;
+      fs::create_directories(input_dirs[si], ec);
+      if (std::string e = write_inputs(p, ns, input_dirs[si] + "/inputs"); !e.empty()) {
+        err << "gdn-bench: " << label << ": writing the inputs for the peers: " << e << "\n";
+        failed = true;
+        input_dirs[si].clear();
+      }
+    }
     // Correctness: reference first (NaN check only), then each selected backend against it.
-    std::map<std::string, std::vector<double>> ref;
+    std::map<std::string, std::vector<double>>& ref = refs[si];
     const Backend& oracle = *backends.front();
-    std::string oracle_error = oracle.unsupported(dev, ns.shape);
+    std::string& oracle_error = oracle_errors[si];
+    oracle_error = oracle.unsupported(dev, ns.shape);
     if (oracle_error.empty()) {
       err << "gdn-bench: " << label << ": running reference\n";
       oracle_error = run_and_read(oracle, p, st, true, ref);
@@ -410,10 +639,17 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       if (size_t bad = count_non_finite(data); bad && oracle_error.empty())
         oracle_error = name + " has " + std::to_string(bad) + " non-finite values";
     for (const auto& be : backends) {
-      if (!selected(*be))
+      if (!selected(be->name()))
         continue;
+      Result res;
+      res.backend = be->name();
+      res.shape = si;
+      res.runs = be.get() == &oracle ? "ours, the fp32 oracle" : "ours";
       if (std::string why = be->unsupported(dev, ns.shape); !why.empty()) {
         err << "gdn-bench: " << label << ": " << be->name() << " skipped: " << why << "\n";
+        res.status = "unavailable";
+        res.reason = why;
+        results.push_back(res);
         continue;
       }
       bool pass = oracle_error.empty();
@@ -437,6 +673,10 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
             const bool ok = e2.ok(cfg.tol);
             checks.push_back({path + " @ " + label, name, e2, ok});
             pass = pass && ok;
+            if (e2.rel_l2 > res.worst_rel_l2) {
+              res.worst_rel_l2 = e2.rel_l2;
+              res.worst_output = name;
+            }
           }
         }
       } else {
@@ -445,18 +685,21 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       if (!pass) {
         failed = true;
         err << "gdn-bench: " << label << ": " << be->name() << " FAILED its check; not timed\n";
+        res.status = "failed check";
+        results.push_back(res);
         continue;
       }
-      if (cfg.check_only)
-        continue;
-      const bool has_context = be->saved_bytes(ns.shape) > 0;
-      if (has_context) {
-        char note[160];
-        std::snprintf(note, sizeof note, "%-10s %-28s %8.1f MB kept from fwd-train for bwd\n",
-                      be->name().c_str(), ns.name.c_str(), be->saved_bytes(ns.shape) / 1e6);
-        contexts += note;
-      }
-      for (const std::string& mode : cfg.modes) {
+      // Memory: the context the training forward keeps, and everything a training step holds
+      // beyond its inputs (outputs, context, scratch, gradients), like the peers' peak.
+      const size_t saved = be->saved_bytes(ns.shape);
+      res.saved_bytes = double(saved);
+      res.peak_bytes = double(p.o.bytes() + p.ht.bytes() + saved +
+                              std::max(be->workspace_bytes(ns.shape, Pass::fwd),
+                                       be->workspace_bytes(ns.shape, Pass::bwd)) +
+                              p.dq.bytes() + p.dk.bytes() + p.dv.bytes() + p.dg.bytes() +
+                              p.dbeta.bytes() + p.dh0.bytes());
+      const bool has_context = saved > 0;
+      for (const std::string& mode : cfg.check_only ? std::vector<std::string>{} : cfg.modes) {
         if (!has_context && (mode == "fwd-train" || mode == "bwd-recompute"))
           continue; // the same passes as fwd and bwd
         err << "gdn-bench: " << label << ": timing " << be->name() << " " << mode << "\n";
@@ -464,152 +707,396 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         const bool b = !f || mode == "fwdbwd";
         const Run fwd_run = mode == "fwd" ? Run::fwd : Run::fwd_train;
         const Run bwd_run = mode == "bwd-recompute" ? Run::bwd_recompute : Run::bwd;
-        std::vector<float> ms;
         // The backward from a context reads what the last training forward left.
         std::string e = mode == "bwd" ? run_pass(*be, p, Run::fwd_train, st) : std::string();
         auto enqueue = [&]() {
           std::string r = f ? run_pass(*be, p, fwd_run, st) : std::string();
           return r.empty() && b ? run_pass(*be, p, bwd_run, st) : r;
         };
+        std::vector<float> eager_ms, graph_ms;
+        if (e.empty())
+          e = timer.time(cfg.warmup, cfg.iters, true, enqueue, eager_ms);
         GraphExec graph;
-        if (e.empty() && cfg.graph)
+        if (e.empty())
           e = graph.capture(st, enqueue);
         if (e.empty())
           e = timer.time(
-              cfg.warmup, cfg.iters, !cfg.graph,
-              [&] {
-                return cfg.graph ? cuda_error(cudaGraphLaunch(graph.exec, st), "graph") : enqueue();
-              },
-              ms);
+              cfg.warmup, cfg.iters, false,
+              [&] { return cuda_error(cudaGraphLaunch(graph.exec, st), "graph"); }, graph_ms);
         if (!e.empty()) {
           err << "gdn-bench: " << label << ": " << be->name() << " " << mode << ": " << e << "\n";
           failed = true;
+          res.status = "error";
+          res.reason = mode + ": " + e;
           break;
         }
-        std::sort(ms.begin(), ms.end());
-        TimeRow r{be->name(), ns.name, mode, ns.shape};
-        r.median =
-            ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-        r.min = ms.front();
-        r.max = ms.back();
-        const double flops =
-            (f ? model_flops(ns.shape, Pass::fwd) : 0) + (b ? model_flops(ns.shape, Pass::bwd) : 0);
-        const double bytes = (f ? model_bytes(ns.shape, Pass::fwd, cfg.states) : 0) +
-                             (b ? model_bytes(ns.shape, Pass::bwd, cfg.states) : 0);
-        r.tflops = flops / (r.median * 1e-3) / 1e12;
-        r.gbps = bytes / (r.median * 1e-3) / 1e9;
-        r.pct_flop = 100 * r.tflops / peaks.tflops;
-        r.pct_bw = 100 * r.gbps / peaks.gbps;
-        times.push_back(r);
+        res.modes.push_back({mode, stats_of(graph_ms), stats_of(eager_ms), ""});
       }
+      results.push_back(res);
     }
+    if (peer_list.empty())
+      ref.clear(); // kept only for the peers' check
   }
 
-  char line[512];
+  // The peers: one driver run over every shape's inputs, then their outputs against reference.
+  if (!peer_list.empty()) {
+    std::vector<std::string> argv = {cfg.python, cfg.driver, "gdn", "--out", work + "/peers"};
+    std::string backend_arg, mode_arg;
+    for (const std::string& b : peer_list)
+      backend_arg += (backend_arg.empty() ? "" : ",") + b;
+    for (const std::string& m : cfg.modes)
+      if (m != "bwd-recompute")
+        mode_arg += (mode_arg.empty() ? "" : ",") + m;
+    argv.insert(argv.end(), {"--backend", backend_arg});
+    if (!mode_arg.empty())
+      argv.insert(argv.end(), {"--modes", mode_arg});
+    argv.insert(argv.end(), {"--warmup", std::to_string(cfg.warmup), "--iters",
+                             std::to_string(cfg.check_only ? 1 : cfg.iters), "--prepare-timeout",
+                             std::to_string(cfg.peers_budget)});
+    bool any_inputs = false;
+    for (const std::string& d : input_dirs)
+      if (!d.empty()) {
+        argv.insert(argv.end(), {"--inputs", d});
+        any_inputs = true;
+      }
+    std::vector<peers::Row> rows;
+    std::string why;
+    if (any_inputs) {
+      err << "gdn-bench: starting the peers driver (" << backend_arg
+          << "); FlashQLA compiles for about 2 minutes per new shape\n";
+      std::string spawn_error;
+      const int rc = peers::run_process(argv, spawn_error);
+      if (rc != 0)
+        why = rc < 0 ? spawn_error
+                     : "the driver exited with code " + std::to_string(rc) + " (see stderr)";
+      else
+        why = peers::read_results(work + "/peers/peers.json", rows);
+      if (!why.empty()) { // what the workers left is all there is to go on
+        err << "gdn-bench: the peers driver failed; its files are kept in " << work << "\n";
+        cleanup.dir.clear();
+      }
+    } else {
+      why = "no inputs were written";
+    }
+    for (const std::string& b : peer_list)
+      for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+        Result res;
+        res.backend = b;
+        res.peer = true;
+        res.shape = si;
+        const NamedShape& ns = cfg.shapes[si];
+        const std::string label = ns.name + " (" + shape_text(ns.shape) + ")";
+        const peers::Row* row = nullptr;
+        for (const peers::Row& r : rows)
+          if (r.backend == b && r.shape.name == ns.name && r.shape.seq_len == ns.shape.seq_len &&
+              r.shape.batch == ns.shape.batch && r.shape.value_heads == ns.shape.value_heads)
+            row = &r;
+        if (!row) {
+          res.status = "error";
+          res.reason = why.empty() ? "no row from the driver" : why;
+          results.push_back(res);
+          continue;
+        }
+        res.status = row->status;
+        res.reason = row->reason;
+        res.runs = row->runs;
+        res.pinned = row->pinned;
+        res.versions = row->versions;
+        res.kernels = row->kernels.size();
+        res.saved_bytes = row->saved_bytes;
+        res.peak_bytes = row->peak_bytes;
+        res.first_call_s = row->first_call_s;
+        if (b == "fla" && res.status == "ok" && !row->pinned_verified) {
+          res.status = "error";
+          res.reason = "could not verify that FLA ran its Triton kernels: " + row->pinned;
+        }
+        if (res.status == "ok") {
+          std::map<std::string, std::vector<double>> got;
+          std::string e = oracle_errors[si].empty() ? peers::read_tensors(row->outputs, got)
+                                                    : "reference: " + oracle_errors[si];
+          bool pass = e.empty();
+          if (!e.empty())
+            checks.push_back({b + " @ " + label, e, {}, false});
+          // Every output and gradient a peer computes must come back (dh0 only with a state).
+          for (const char* need : {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"})
+            if (e.empty() && !got.count(need) && (cfg.states || std::string(need) != "dh0")) {
+              checks.push_back({b + " @ " + label, std::string(need) + " (missing)", {}, false});
+              pass = false;
+            }
+          for (const auto& [name, data] : got) {
+            auto it = refs[si].find(name);
+            if (it == refs[si].end())
+              continue;
+            Error e2;
+            if (data.size() != it->second.size()) {
+              e2.rel_l2 = e2.max_abs = NAN;
+              pass = false;
+              checks.push_back({b + " @ " + label, name + " (wrong size)", e2, false});
+              continue;
+            }
+            e2 = compare(data, it->second);
+            const bool ok = e2.ok(cfg.tol);
+            checks.push_back({b + " @ " + label, name, e2, ok});
+            pass = pass && ok;
+            if (e2.rel_l2 > res.worst_rel_l2) {
+              res.worst_rel_l2 = e2.rel_l2;
+              res.worst_output = name;
+            }
+          }
+          if (!pass) {
+            res.status = "failed check";
+            err << "gdn-bench: " << label << ": " << b << " FAILED its check against reference\n";
+          }
+          for (const peers::ModeTimes& t : row->times)
+            res.modes.push_back({t.mode, t.graph, t.eager, t.graph_error});
+          // The driver writes modes in its order; keep ours (fwd, fwd-train, bwd, fwdbwd).
+          std::stable_sort(res.modes.begin(), res.modes.end(), [](const auto& x, const auto& y) {
+            const std::vector<std::string> order = all_modes();
+            return std::find(order.begin(), order.end(), x.mode) <
+                   std::find(order.begin(), order.end(), y.mode);
+          });
+        }
+        results.push_back(res);
+      }
+  }
+
+  // By shape, then the peers (in kPeers' order) before ours, as the tables read best.
+  auto rank = [&](const Result& r) {
+    const auto it = std::find(kPeers.begin(), kPeers.end(), r.backend);
+    return it != kPeers.end()
+               ? size_t(it - kPeers.begin())
+               : kPeers.size() +
+                     size_t(std::find(ours.begin(), ours.end(), r.backend) - ours.begin());
+  };
+  std::stable_sort(results.begin(), results.end(), [&](const Result& x, const Result& y) {
+    return x.shape != y.shape ? x.shape < y.shape : rank(x) < rank(y);
+  });
+  auto baseline_of = [&](size_t si) -> const Result* {
+    for (const Result& r : results)
+      if (r.shape == si && r.backend == cfg.baseline && r.status == "ok")
+        return &r;
+    return nullptr;
+  };
+
+  char line[640];
   out << "\ncorrectness against reference (relative L2 error |x - ref| / |ref|, tolerance "
       << cfg.tol << ")\n";
-  std::snprintf(line, sizeof line, "%-46s %-16s %11s %11s %9s %s\n", "backend @ shape", "output",
+  std::snprintf(line, sizeof line, "%-52s %-16s %11s %11s %9s %s\n", "backend @ shape", "output",
                 "rel_l2", "max_abs", "nonfinite", "result");
   out << line;
   for (const CheckRow& c : checks) {
-    std::snprintf(line, sizeof line, "%-46s %-16s %11.3e %11.3e %9zu %s\n", c.backend.c_str(),
+    std::snprintf(line, sizeof line, "%-52s %-16s %11.3e %11.3e %9zu %s\n", c.backend.c_str(),
                   c.output.c_str(), c.err.rel_l2, c.err.max_abs, c.err.non_finite,
                   c.pass ? "ok" : "FAIL");
     out << line;
   }
-  if (!times.empty()) {
-    out << "\ntimes ("
-        << (cfg.graph ? "CUDA-graph replays, L2 not flushed" : "L2 flushed before each run")
-        << "; median of " << cfg.iters << " after " << cfg.warmup << " warm-up)\n";
-    std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10s %19s %9s %9s %7s %6s\n", "backend",
-                  "shape", "mode", "median ms", "min-max ms", "TFLOP/s", "GB/s", "%FLOP", "%BW");
+  if (!cfg.check_only) {
+    out << "\ntimes: graph = CUDA-graph replay median (GPU time), eager = median of eager runs "
+           "with the L2 flushed before each (our C++ launches, or the peer's Python); "
+        << cfg.iters << " runs after " << cfg.warmup << " warm-up; x " << cfg.baseline
+        << " = graph time / " << cfg.baseline << "'s\n";
+    std::snprintf(line, sizeof line, "%-18s %-30s %-13s %10s %10s %8s %9s %9s %7s %6s\n", "backend",
+                  "shape", "mode", "graph ms", "eager ms",
+                  ("x " + cfg.baseline).substr(0, 8).c_str(), "TFLOP/s", "GB/s", "%FLOP", "%BW");
     out << line;
-    for (const TimeRow& r : times) {
-      const std::string shape =
-          r.shape_name + " " + std::to_string(r.shape.batch) + "x" +
-          std::to_string(r.shape.seq_len) + "x" + std::to_string(r.shape.key_heads) + "/" +
-          std::to_string(r.shape.value_heads) + "x" + std::to_string(r.shape.head_dim_k);
-      char range[40];
-      std::snprintf(range, sizeof range, "%.3f-%.3f", r.min, r.max);
-      std::snprintf(line, sizeof line,
-                    "%-10s %-28s %-13s %10.3f %19s %9.1f %9.0f %6.1f%% %5.1f%%\n",
-                    r.backend.c_str(), shape.c_str(), r.mode.c_str(), r.median, range, r.tflops,
-                    r.gbps, r.pct_flop, r.pct_bw);
-      out << line;
+    for (const Result& r : results) {
+      const NamedShape& ns = cfg.shapes[r.shape];
+      const Shape& sh = ns.shape;
+      const std::string shape = ns.name + " " + std::to_string(sh.batch) + "x" +
+                                std::to_string(sh.seq_len) + "x" + std::to_string(sh.key_heads) +
+                                "/" + std::to_string(sh.value_heads) + "x" +
+                                std::to_string(sh.head_dim_k);
+      const Result* base = baseline_of(r.shape);
+      for (const ModeResult& m : r.modes) {
+        const bool f = m.mode == "fwd" || m.mode == "fwd-train" || m.mode == "fwdbwd";
+        const bool b = !f || m.mode == "fwdbwd";
+        const double flops =
+            (f ? model_flops(sh, Pass::fwd) : 0) + (b ? model_flops(sh, Pass::bwd) : 0);
+        const double bytes = (f ? model_bytes(sh, Pass::fwd, cfg.states) : 0) +
+                             (b ? model_bytes(sh, Pass::bwd, cfg.states) : 0);
+        const double t = m.graph.median > 0 ? m.graph.median : m.eager.median;
+        const double tflops = flops / (t * 1e-3) / 1e12, gbps = bytes / (t * 1e-3) / 1e9;
+        std::snprintf(line, sizeof line,
+                      "%-18s %-30s %-13s %10s %10s %8s %9.1f %9.0f %6.1f%% %5.1f%%\n",
+                      r.backend.c_str(), shape.c_str(), m.mode.c_str(),
+                      ms_text(m.graph.median).c_str(), ms_text(m.eager.median).c_str(),
+                      ratio_text(m.graph.median, base ? base->graph_ms(m.mode) : -1).c_str(),
+                      tflops, gbps, 100 * tflops / peaks.tflops, 100 * gbps / peaks.gbps);
+        out << line;
+        if (!m.graph_error.empty())
+          out << "  (no graph replay: " << one_line(m.graph_error) << ")\n";
+      }
     }
   }
-  if (!contexts.empty())
-    out << "\nsaved context (the training forward's tensors the backward reads)\n" << contexts;
-  struct FlaRow {
-    const TimeRow* ours;
-    std::string fla_shape;
-    double fla_ms, ratio;
+
+  // Per backend and shape: the figures a person compares, then why a row has none.
+  out << "\nper backend (graph medians; saved = bytes a training forward keeps for the backward; "
+         "peak = a training step's memory beyond its inputs; err = the largest relative L2 error "
+         "of any output or gradient against reference)\n";
+  std::snprintf(line, sizeof line, "%-18s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  %s\n", "backend",
+                "shape", "status", "fwd ms", "fwdbwd ms",
+                ("x " + cfg.baseline).substr(0, 9).c_str(), "eager fb", "saved MB", "peak MB",
+                "err", "how it ran / why not");
+  out << line;
+  for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+    const Result* base = baseline_of(si);
+    for (const Result& r : results) {
+      if (r.shape != si)
+        continue;
+      const ModeResult* fb = r.mode("fwdbwd");
+      char err_text[32] = "-";
+      if (r.worst_rel_l2 >= 0)
+        std::snprintf(err_text, sizeof err_text, "%.1e", r.worst_rel_l2);
+      std::string note = r.status == "ok" || r.status == "failed check" ? r.runs : r.reason;
+      if (!r.pinned.empty())
+        note += "; " + r.pinned;
+      if (r.peer)
+        note += " [" + versions_text(r) + "]";
+      // The note can be long (versions, kernel names): outside the fixed-size line.
+      std::snprintf(line, sizeof line, "%-18s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  ",
+                    r.backend.c_str(),
+                    (cfg.seq_lens.empty() ? cfg.shapes[si].name.substr(0, 12)
+                                          : cfg.shapes[si].name.substr(0, 11) + " T" +
+                                                std::to_string(cfg.shapes[si].shape.seq_len))
+                        .c_str(),
+                    r.status.c_str(), ms_text(r.graph_ms("fwd")).c_str(),
+                    ms_text(r.graph_ms("fwdbwd")).c_str(),
+                    ratio_text(r.graph_ms("fwdbwd"), base ? base->graph_ms("fwdbwd") : -1).c_str(),
+                    ms_text(fb ? fb->eager.median : -1).c_str(), mb(r.saved_bytes).c_str(),
+                    mb(r.peak_bytes).c_str(), err_text);
+      out << line << one_line(note) << "\n";
+    }
+  }
+
+  // The recommendation: the fastest training step that passed its check, and the fastest of the
+  // backends a recipe can select (ours cannot be selected by Megatron-Core).
+  struct Recommendation {
+    size_t shape;
+    std::string text, fastest, selectable;
   };
-  std::vector<FlaRow> fla_rows;
-  for (const TimeRow& r : times) {
-    const Shape& sh = r.shape;
-    const FlaTiming* f = cfg.compare_fla ? fla.find(sh.batch, sh.seq_len, sh.key_heads,
-                                                    sh.value_heads, sh.head_dim_k)
-                                         : nullptr;
-    if (!f || r.backend == "reference")
-      continue;
-    const double ms = r.mode == "fwd" || r.mode == "fwd-train" ? f->fwd_ms
-                      : r.mode == "fwdbwd"                     ? f->fwdbwd_ms
-                      : f->fwdbwd_ms > 0 && f->fwd_ms > 0      ? f->fwdbwd_ms - f->fwd_ms
-                                                               : -1;
-    if (ms > 0)
-      fla_rows.push_back({&r, f->name, ms, r.median / ms});
-  }
-  if (cfg.compare_fla) {
-    out << "\nagainst FLA (" << cfg.fla_json << ": " << fla.env
-        << "; CUDA-graph medians, bwd = fwdbwd - fwd); ratio = ours / FLA, below 1 is faster\n";
-    std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10s %-8s %10s %8s\n", "backend", "shape",
-                  "mode", "ours ms", "FLA", "FLA ms", "ratio");
-    out << line;
-    for (const FlaRow& f : fla_rows) {
-      std::snprintf(line, sizeof line, "%-10s %-28s %-13s %10.3f %-8s %10.3f %8.3f\n",
-                    f.ours->backend.c_str(), f.ours->shape_name.c_str(), f.ours->mode.c_str(),
-                    f.ours->median, f.fla_shape.c_str(), f.fla_ms, f.ratio);
-      out << line;
+  std::vector<Recommendation> recs;
+  if (!cfg.check_only) {
+    out << "\n";
+    for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+      const NamedShape& ns = cfg.shapes[si];
+      const Result *best = nullptr, *best_peer = nullptr;
+      for (const Result& r : results) {
+        if (r.shape != si || r.status != "ok" || r.backend == "reference" ||
+            r.graph_ms("fwdbwd") <= 0)
+          continue;
+        if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
+          best = &r;
+        if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
+          best_peer = &r;
+      }
+      const Result* base = baseline_of(si);
+      auto against = [&](const Result& r) {
+        char b[96];
+        if (base && base != &r)
+          std::snprintf(b, sizeof b, "%.2f of %s (fwd+bwd %.3f ms)",
+                        r.graph_ms("fwdbwd") / base->graph_ms("fwdbwd"), cfg.baseline.c_str(),
+                        r.graph_ms("fwdbwd"));
+        else
+          std::snprintf(b, sizeof b, "fwd+bwd %.3f ms", r.graph_ms("fwdbwd"));
+        return std::string(b);
+      };
+      std::string text = "recommendation for " + ns.name + " (" + shape_text(ns.shape) + "): ";
+      if (!best) {
+        text += "no backend ran a training step here";
+      } else {
+        text += "fastest here: " + best->backend + ", " + against(*best);
+        if (best->peer)
+          text += "; " + how_to_select(best->backend);
+        else if (best_peer)
+          text += " (ours: no recipe selects it); of the recipe's choices " + best_peer->backend +
+                  ", " + against(*best_peer) + ": " + how_to_select(best_peer->backend);
+        else
+          text += " (ours: no recipe selects it; no peer ran)";
+      }
+      out << text << "\n";
+      recs.push_back({si, text, best ? best->backend : "", best_peer ? best_peer->backend : ""});
     }
-    if (fla_rows.empty())
-      out << "(no timed shape matches a shape in " << cfg.fla_json << ")\n";
   }
-  if (!cfg.json.empty()) {
-    std::ofstream j(cfg.json);
-    j << "{\n \"date\": \"" << when << "\",\n \"timing\": \"" << (cfg.graph ? "graph" : "flushed")
-      << "\",\n \"device\": \"" << json_escape(dev_name)
-      << "\",\n \"sm\": " << dev.major * 10 + dev.minor << ",\n \"peak_tflops\": " << peaks.tflops
+
+  std::string json_path = cfg.json;
+  if (json_path.empty() && !cfg.plot.empty())
+    json_path = work + "/bench.json";
+  if (!json_path.empty()) {
+    std::ostringstream j;
+    j.precision(6);
+    j << "{\n \"schema\": \"qwen-recipe gdn-bench 2\",\n \"date\": \"" << when
+      << "\",\n \"device\": " << peers::json_string(dev_name)
+      << ",\n \"sm\": " << dev.major * 10 + dev.minor << ",\n \"peak_tflops\": " << peaks.tflops
       << ",\n \"peak_gbps\": " << peaks.gbps << ",\n \"tolerance\": " << cfg.tol
-      << ",\n \"checks\": [";
+      << ",\n \"warmup\": " << cfg.warmup << ",\n \"iters\": " << cfg.iters
+      << ",\n \"baseline\": " << peers::json_string(cfg.baseline) << ",\n \"checks\": [";
     for (size_t i = 0; i < checks.size(); ++i)
-      j << (i ? ",\n  " : "\n  ") << "{\"backend\": \"" << json_escape(checks[i].backend)
-        << "\", \"output\": \"" << json_escape(checks[i].output)
-        << "\", \"rel_l2\": " << checks[i].err.rel_l2 << ", \"max_abs\": " << checks[i].err.max_abs
+      j << (i ? ",\n  " : "\n  ") << "{\"backend\": " << peers::json_string(checks[i].backend)
+        << ", \"output\": " << peers::json_string(checks[i].output)
+        << ", \"rel_l2\": " << (std::isfinite(checks[i].err.rel_l2) ? checks[i].err.rel_l2 : -1)
+        << ", \"max_abs\": " << (std::isfinite(checks[i].err.max_abs) ? checks[i].err.max_abs : -1)
         << ", \"non_finite\": " << checks[i].err.non_finite
         << ", \"pass\": " << (checks[i].pass ? "true" : "false") << "}";
-    j << "\n ],\n \"times\": [";
-    for (size_t i = 0; i < times.size(); ++i) {
-      const TimeRow& r = times[i];
-      j << (i ? ",\n  " : "\n  ") << "{\"backend\": \"" << r.backend << "\", \"shape\": \""
-        << r.shape_name << "\", \"B\": " << r.shape.batch << ", \"T\": " << r.shape.seq_len
-        << ", \"Hk\": " << r.shape.key_heads << ", \"Hv\": " << r.shape.value_heads
-        << ", \"D\": " << r.shape.head_dim_k << ", \"mode\": \"" << r.mode
-        << "\", \"median_ms\": " << r.median << ", \"min_ms\": " << r.min
-        << ", \"max_ms\": " << r.max << ", \"tflops\": " << r.tflops << ", \"gbps\": " << r.gbps
-        << ", \"pct_peak_flop\": " << r.pct_flop << ", \"pct_peak_bw\": " << r.pct_bw << "}";
+    j << "\n ],\n \"backends\": [";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      const NamedShape& ns = cfg.shapes[r.shape];
+      const Result* base = baseline_of(r.shape);
+      j << (i ? ",\n  " : "\n  ") << "{\"backend\": " << peers::json_string(r.backend)
+        << ", \"kind\": \"" << (r.peer ? "peer" : "ours")
+        << "\", \"shape\": " << peers::json_string(ns.name) << ", \"B\": " << ns.shape.batch
+        << ", \"T\": " << ns.shape.seq_len << ", \"Hk\": " << ns.shape.key_heads
+        << ", \"Hv\": " << ns.shape.value_heads << ", \"D\": " << ns.shape.head_dim_k
+        << ", \"status\": " << peers::json_string(r.status)
+        << ", \"reason\": " << peers::json_string(r.reason)
+        << ", \"runs\": " << peers::json_string(r.runs)
+        << ", \"pinned\": " << peers::json_string(r.pinned) << ", \"versions\": {";
+      for (size_t v = 0; v < r.versions.size(); ++v)
+        j << (v ? ", " : "") << peers::json_string(r.versions[v].first) << ": "
+          << peers::json_string(r.versions[v].second);
+      j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
+        << ", \"max_rel_l2\": " << r.worst_rel_l2
+        << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
+        << ", \"kernels\": " << r.kernels << ", \"first_call_s\": " << r.first_call_s
+        << ", \"times\": {";
+      for (size_t m = 0; m < r.modes.size(); ++m) {
+        const ModeResult& mr = r.modes[m];
+        j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";
+        json_stats(j, mr.graph);
+        j << ", \"eager_ms\": ";
+        json_stats(j, mr.eager);
+        const double bm = base ? base->graph_ms(mr.mode) : -1;
+        j << ", \"ratio_to_baseline\": "
+          << (bm > 0 && mr.graph.median > 0 ? mr.graph.median / bm : -1) << "}";
+      }
+      j << "}}";
     }
-    j << "\n ],\n \"fla\": [";
-    for (size_t i = 0; i < fla_rows.size(); ++i)
-      j << (i ? ",\n  " : "\n  ") << "{\"backend\": \"" << fla_rows[i].ours->backend
-        << "\", \"shape\": \"" << fla_rows[i].ours->shape_name << "\", \"mode\": \""
-        << fla_rows[i].ours->mode << "\", \"fla_shape\": \"" << fla_rows[i].fla_shape
-        << "\", \"ours_ms\": " << fla_rows[i].ours->median << ", \"fla_ms\": " << fla_rows[i].fla_ms
-        << ", \"ratio\": " << fla_rows[i].ratio << "}";
+    j << "\n ],\n \"recommendations\": [";
+    for (size_t i = 0; i < recs.size(); ++i)
+      j << (i ? ",\n  " : "\n  ")
+        << "{\"shape\": " << peers::json_string(cfg.shapes[recs[i].shape].name)
+        << ", \"T\": " << cfg.shapes[recs[i].shape].shape.seq_len
+        << ", \"fastest\": " << peers::json_string(recs[i].fastest)
+        << ", \"fastest_selectable\": " << peers::json_string(recs[i].selectable)
+        << ", \"text\": " << peers::json_string(recs[i].text) << "}";
     j << "\n ]\n}\n";
-    if (!j) {
-      err << "gdn-bench: could not write " << cfg.json << "\n";
+    const std::string tmp = json_path + ".tmp";
+    std::ofstream f(tmp);
+    f << j.str();
+    f.close();
+    if (!f || std::rename(tmp.c_str(), json_path.c_str()) != 0) {
+      err << "gdn-bench: could not write " << json_path << "\n";
+      std::remove(tmp.c_str());
       failed = true;
+    } else if (!cfg.plot.empty()) {
+      std::string spawn_error;
+      const int rc = peers::run_process(
+          {cfg.python, cfg.driver, "plot", "--json", json_path, "--out", cfg.plot}, spawn_error);
+      if (rc != 0) {
+        err << "gdn-bench: --plot " << cfg.plot << ": "
+            << (rc < 0 ? spawn_error : "the driver's plot failed (see above)") << "\n";
+        failed = true;
+      }
     }
   }
   cudaStreamDestroy(st);

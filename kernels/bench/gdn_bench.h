@@ -1,6 +1,8 @@
-// gdn-bench: checks every GDN backend against `reference`, then times it (CUDA events, L2 flushed
-// before every timed run) and prints a table (docs/gdn-bench.md). Used by the standalone
-// `gdn-bench` executable and by `qwen-recipe gdn-bench`.
+// gdn-bench: checks every GDN backend (ours, and the Python peers through
+// kernels/bench/peers/gdn_peers.py on the same input tensors) against `reference`, times it
+// (CUDA-graph replays; eager runs with the L2 flushed), measures its memory and prints the tables
+// and a recommendation (docs/gdn-bench.md). Used by the standalone `gdn-bench` executable and by
+// `qwen-recipe gdn-bench`.
 #pragma once
 
 #include <functional>
@@ -20,8 +22,8 @@ using RecipeShapeResolver =
     std::function<bool(const std::string& recipe, RecipeShape& out, std::string& error)>;
 
 // Parses args (without the program name) and runs the bench. Returns the process exit code
-// (0 ok, 2 bad arguments or a backend failed its check, 77 no CUDA device). Table on `out`,
-// progress/errors on `err`.
+// (0 ok, 2 bad arguments or one of our backends failed its check, 77 no CUDA device). Table on
+// `out`, progress/errors on `err`.
 int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& resolver,
                std::ostream& out, std::ostream& err);
 

@@ -1,19 +1,18 @@
 #!/bin/bash
 # The GDN GPU suite in one go, for one call on the GPU machine (docs/gdn-bench.md):
-# correctness tests, compute-sanitizer on small shapes, per-kernel times, FLA's Triton kernels
-# (when its wheels are given) and then gdn-bench with --fla-json, so our times and FLA's come from
-# the same run and the same GPU.
+# correctness tests, compute-sanitizer on small shapes, per-kernel times, then gdn-bench of our
+# backends. The peers (FLA, FlashQLA, cuDNN) side by side with ours: peers/gpu_peers.sh.
 #
-#   gpu_suite.sh BIN_DIR OUT_DIR [WHEEL_DIR FLA_BENCH_PY]
+#   gpu_suite.sh BIN_DIR OUT_DIR
 #
 # BIN_DIR holds gdn-bench, gdn-gpu-tests and conv-gpu-tests. The conv baseline links cuDNN 9: the
 # GPU image has none of its own, so the suite puts the nvidia/cudnn/lib folder of its PyTorch on
 # LD_LIBRARY_PATH. GDN_NCU_DETAIL=1 adds ncu's throughput, stall and
 # occupancy sections for one run of each fused kernel at the 35B shape. Logs go to OUT_DIR (at
-# most 8 files: log, gpu_tests, conv_tests, sanitizers, bench.txt/json, fla.txt, fla/results.json;
-# GDN_NCU_DETAIL=1 adds ncu_detail, a ninth, so delete one before $OUT goes back).
+# most 8 files: log, gpu_tests, conv_tests, sanitizers, bench.txt/json; GDN_NCU_DETAIL=1 adds
+# ncu_detail).
 set -u
-BIN=$1 OUT=$2 WHL=${3:-} FLA=${4:-}
+BIN=$1 OUT=$2
 export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"
 L=$OUT/log.txt
@@ -70,29 +69,12 @@ SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
   cat "$L"
   exit 1
 }
-FLA_JSON=()
-if [ -n "$WHL" ]; then
-  {
-    echo "== FLA"
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/fla_site "$WHL"/*.whl
-    PYTHONPATH=/tmp/fla_site PYTHONUNBUFFERED=1 FLA_FLASH_QLA=0 timeout 300 python3 "$FLA" \
-      --shapes S35gva,S397gva --pin --out "$OUT/fla" >"$OUT/fla.txt" 2>&1
-    echo "rc=$?"
-    rm -f "$OUT/fla/profile.txt" # its content is in fla.txt
-    grep -E "ENV|HW|GRAPH|SUMMARY|CHECK" "$OUT/fla.txt"
-  } >>"$L" 2>&1
-  [ -f "$OUT/fla/results.json" ] && FLA_JSON=(--fla-json "$OUT/fla/results.json")
-fi
 {
   echo "== gdn-bench"
-  timeout 200 "$BIN/gdn-bench" --backend chunked,fused --json "$OUT/bench.json" "${FLA_JSON[@]}" \
+  timeout 200 "$BIN/gdn-bench" --backend chunked,fused --json "$OUT/bench.json" \
     >"$OUT/bench.txt" 2>/dev/null
   echo "rc=$?"
   cat "$OUT/bench.txt"
-  echo "== gdn-bench --graph (CUDA-graph replays, timed as FLA's script times FLA)"
-  timeout 200 "$BIN/gdn-bench" --backend chunked,fused --graph --iters 30 "${FLA_JSON[@]}" 2>/dev/null |
-    sed -n '/^times/,$p'
-  echo "rc=$?"
   echo "== gdn-bench --op conv"
   timeout 120 "$BIN/gdn-bench" --op conv 2>/dev/null
   echo "rc=$?"

@@ -38,6 +38,7 @@ public:
     return out;
   }
   std::string describe(const std::string& path) const override { return "recipes/" + path; }
+  std::string directory() const override { return {}; }
 };
 
 class DirectoryData : public DataSource {
@@ -64,6 +65,7 @@ public:
     return out;
   }
   std::string describe(const std::string& path) const override { return dir_ + "/" + path; }
+  std::string directory() const override { return dir_; }
 
 private:
   std::string dir_;

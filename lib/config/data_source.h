@@ -21,6 +21,8 @@ public:
   [[nodiscard]] virtual std::vector<std::string> list(const std::string& dir) const = 0;
   // How to name this source in messages ("built-in recipes", or the directory).
   [[nodiscard]] virtual std::string describe(const std::string& path) const = 0;
+  // The --recipes-dir this data comes from; empty for the built-in recipes.
+  [[nodiscard]] virtual std::string directory() const = 0;
 };
 
 // The recipes/ tree compiled into the binary.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <unordered_set>
 
 namespace qr {
 
@@ -562,16 +563,17 @@ Value Schema::coerce(const YamlNode& node, const Type& type, const std::string& 
     if (node.kind != YamlNode::Kind::Mapping)
       throw mismatch();
     Map m;
+    std::unordered_set<std::string> seen; // a set, so that a big mapping reads in linear time
     for (const auto& [k, v] : node.entries) {
       if (k->kind != YamlNode::Kind::Scalar)
         throw Error(doc.where(*k) + ": '" + path + "': mapping keys must be scalars");
       Key key{k->text, false};
       if (k->plain && parse_int(k->text))
         key = {std::to_string(*parse_int(k->text)), true};
-      if (m.contains(key.text))
+      if (!seen.insert(key.text).second)
         throw Error(doc.where(*k) + ": '" + join_path(path, k->text) + "': duplicate key" +
                     duplicate_key_hint(node, *k));
-      m.set(key, coerce(*v, *type.elem, join_path(path, k->text), ctx));
+      m.append(key, coerce(*v, *type.elem, join_path(path, k->text), ctx));
     }
     return m;
   }
@@ -766,8 +768,7 @@ void Schema::overlay(Value& section, const YamlNode& node, const std::string& pa
       const Type* map_type = f->type->find(Type::Kind::Map);
       if (inner == nullptr && map_type != nullptr) {
         Value add = coerce(*v, *map_type, field_path, ctx);
-        for (auto& [mk, mv] : add.as_map())
-          current->as_map().set(mk, std::move(mv));
+        current->as_map().merge(std::move(add.as_map()));
         continue;
       }
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace qr {
 
@@ -33,6 +34,27 @@ Value& Map::set(Key key, Value value) {
     }
   entries_.emplace_back(std::move(key), std::move(value));
   return entries_.back().second;
+}
+
+Value& Map::append(Key key, Value value) {
+  entries_.emplace_back(std::move(key), std::move(value));
+  return entries_.back().second;
+}
+
+void Map::merge(Map other) {
+  // Reserved first: the index's views into the keys must not move with a reallocation.
+  entries_.reserve(entries_.size() + other.entries_.size());
+  std::unordered_map<std::string_view, std::size_t> index;
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    index.emplace(entries_[i].first.text, i);
+  for (auto& [k, v] : other.entries_) {
+    if (auto it = index.find(k.text); it != index.end()) {
+      entries_[it->second].second = std::move(v);
+      continue;
+    }
+    entries_.emplace_back(std::move(k), std::move(v));
+    index.emplace(entries_.back().first.text, entries_.size() - 1);
+  }
 }
 
 bool Map::erase(std::string_view key) {

@@ -37,6 +37,10 @@ public:
   // Sets or adds `key`; returns the stored value.
   Value& set(std::string_view key, Value value);
   Value& set(Key key, Value value);
+  // Adds an entry the caller knows is new (no look-up: a big mapping is read in linear time).
+  Value& append(Key key, Value value);
+  // Sets every entry of `other` (new keys after the existing ones, in its order), in linear time.
+  void merge(Map other);
   bool erase(std::string_view key);
 
   // Defined after Value, which they need complete (clang instantiates them here).

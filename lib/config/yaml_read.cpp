@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <unordered_set>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
@@ -43,8 +44,9 @@ std::string utf8_escapes(const std::string& value) {
 class TreeBuilder : public YAML::EventHandler {
 public:
   // yaml-cpp's marks count bytes after a byte-order mark.
-  TreeBuilder(YamlDoc& doc, std::string_view text)
-      : doc_(doc), text_(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text) {}
+  TreeBuilder(YamlDoc& doc, std::string_view text, std::size_t max_nodes)
+      : doc_(doc), text_(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text),
+        max_nodes_(max_nodes) {}
 
   int documents = 0;
 
@@ -104,8 +106,15 @@ private:
   std::vector<Open> stack_;
   int last_pos_ = -1; // where the last node made starts
   std::map<YAML::anchor_t, const YamlNode*> anchors_;
+  std::size_t max_nodes_;
 
   YamlNode& make(const YAML::Mark& mark, YamlNode::Kind kind) {
+    // Counted as they are made, so that a huge file stops here rather than after a full parse
+    // (the count with aliases expanded, afterwards, is never smaller).
+    if (doc_.arena.size() >= max_nodes_)
+      throw Error(doc_.source + ":" + std::to_string(mark.line + 1) + ":" +
+                  std::to_string(mark.column + 1) + ": more than " + std::to_string(max_nodes_) +
+                  " YAML nodes; a config has a few thousand: refusing it");
     YamlNode& n = doc_.arena.emplace_back();
     last_pos_ = mark.pos;
     n.kind = kind;
@@ -251,6 +260,79 @@ std::string syntax_hint(const std::string& msg) {
   return "; fix the YAML syntax here";
 }
 
+// The offset where flow nesting ('[' and '{') reaches `max_depth`, or npos. yaml-cpp's scanner
+// keeps every token of an open flow collection (each could start a key) before its parser's
+// depth guard sees the first, so 60 MB of '[' would take 14 GB; this scan stops at the limit.
+// It skips comments, quoted scalars and block scalars (`|`, `>`), where brackets are text.
+std::size_t flow_depth_exceeded_at(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  char prev = '\n';                                  // the last character that was not a blank
+  std::size_t line_indent = 0;                       // the current line's indentation
+  std::size_t block_indent = std::string_view::npos; // in a block scalar under this indentation
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (prev == '\n') { // at a line start: measure its indentation
+      std::size_t j = i;
+      while (j < text.size() && text[j] == ' ')
+        ++j;
+      const bool blank = j == text.size() || text[j] == '\n' || text[j] == '\r';
+      if (block_indent != std::string_view::npos && (blank || j - i > block_indent)) {
+        i = text.find('\n', i);
+        if (i == std::string_view::npos)
+          break;
+        continue;
+      }
+      block_indent = std::string_view::npos;
+      line_indent = j - i;
+    }
+    if (c == ' ' || c == '\t' || c == '\r')
+      continue;
+    const bool token_start = prev == '\n' || prev == ' ' || prev == '[' || prev == '{' ||
+                             prev == ',' || prev == ':' || prev == '-' || prev == '?' ||
+                             text[i - 1] == ' ' || text[i - 1] == '\t';
+    if (c == '#' && (prev == '\n' || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      i = text.find('\n', i);
+      if (i == std::string_view::npos)
+        break;
+      prev = '\n';
+      continue;
+    }
+    if (c == '\n') {
+      prev = '\n';
+      continue;
+    }
+    if ((c == '"' || c == '\'') && token_start) {
+      // To the closing quote: '' inside single quotes, \x inside double quotes.
+      for (++i; i < text.size(); ++i) {
+        if (c == '"' && text[i] == '\\')
+          ++i;
+        else if (text[i] == c && !(c == '\'' && i + 1 < text.size() && text[i + 1] == '\''))
+          break;
+        else if (c == '\'' && text[i] == '\'')
+          ++i;
+      }
+      prev = c;
+      continue;
+    }
+    if (depth == 0 && (c == '|' || c == '>') && token_start && prev != '\n') {
+      block_indent = line_indent;
+      i = text.find('\n', i);
+      if (i == std::string_view::npos)
+        break;
+      prev = '\n';
+      continue;
+    }
+    if ((c == '[' || c == '{') && (depth > 0 || token_start)) {
+      if (++depth >= max_depth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+    prev = c;
+  }
+  return std::string_view::npos;
+}
+
 } // namespace
 
 std::string YamlDoc::where(const YamlNode& n) const {
@@ -297,10 +379,17 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
                   ": a carriage return without a line feed (old Mac line ending): save the file "
                   "with \\n or \\r\\n line endings");
     }
+  if (const std::size_t at = flow_depth_exceeded_at(text, limits.max_depth);
+      at != std::string_view::npos) {
+    const auto [line, col] = line_col(text, at);
+    throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                ": nesting deeper than " + std::to_string(limits.max_depth) +
+                " levels; a config is never that deep");
+  }
   auto doc = std::make_shared<YamlDoc>();
   doc->source = source;
   std::istringstream in{std::string(text)};
-  TreeBuilder builder(*doc, text);
+  TreeBuilder builder(*doc, text, limits.max_nodes);
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
@@ -342,7 +431,7 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
   return doc;
 }
 
-std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits) {
+std::string read_text_file(const std::string& path, std::size_t max_bytes) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw Error(path + (errno == ENOENT ? std::string(": no such file")
@@ -351,9 +440,9 @@ std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimit
     throw Error(path + ": is a directory, expected a YAML file");
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
     throw Error(path + ": not a regular file");
-  if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > limits.max_bytes)
+  if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > max_bytes)
     throw Error(path + ": file is " + std::to_string(st.st_size >> 20) + " MiB, larger than the " +
-                std::to_string(limits.max_bytes >> 20) + " MiB a config may be");
+                std::to_string(max_bytes >> 20) + " MiB a config may be");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -362,13 +451,17 @@ std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimit
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > limits.max_bytes)
-      throw Error(path + ": larger than the " + std::to_string(limits.max_bytes >> 20) +
+    if (text.size() > max_bytes)
+      throw Error(path + ": larger than the " + std::to_string(max_bytes >> 20) +
                   " MiB a config may be");
   }
   if (in.bad())
     throw Error(path + ": read error");
-  return parse_yaml(text, path, limits);
+  return text;
+}
+
+std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits) {
+  return parse_yaml(read_text_file(path, limits.max_bytes), path, limits);
 }
 
 // Format: "<count> <root>\n", then per node "<kind> <plain> <line> <col> <tag-len>:<tag>
@@ -556,6 +649,7 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
   }
   case YamlNode::Kind::Mapping: {
     Map m;
+    std::unordered_set<std::string> seen; // a set, so that a big mapping reads in linear time
     for (const auto& [k, v] : n.entries) {
       if (k->kind != YamlNode::Kind::Scalar && k->kind != YamlNode::Kind::Null)
         throw Error(doc.where(*k) + ": mapping keys must be plain scalars");
@@ -568,10 +662,10 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
       } else {
         mk = {k->text, false};
       }
-      if (m.contains(mk.text))
+      if (!seen.insert(mk.text).second)
         throw Error(doc.where(*k) + ": duplicate key '" + mk.text + "'" +
                     duplicate_key_hint(n, *k));
-      m.set(std::move(mk), convert(doc, *v));
+      m.append(std::move(mk), convert(doc, *v));
     }
     return m;
   }

@@ -42,11 +42,16 @@ public:
 struct YamlLimits {
   std::size_t max_bytes = std::size_t{64} << 20; // refuse files larger than this
   std::size_t max_nodes = 2'000'000;             // after alias expansion
+  std::size_t max_depth = 500;                   // nesting; yaml-cpp's own limit is 500 too
 };
 
 // Parses one YAML document; throws qr::Error naming `source`, line and column.
 std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& source,
                                     const YamlLimits& limits = {});
+// Reads a config-like text file (a regular file, a pipe such as <(pip freeze), or a character
+// device), refusing it once it passes max_bytes (so /dev/zero fails fast); errors for missing,
+// unreadable, directory and other files. Throws qr::Error naming the path.
+std::string read_text_file(const std::string& path, std::size_t max_bytes);
 // Reads and parses a file; errors for missing, unreadable, non-regular or oversized files.
 std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits = {});
 

@@ -1,8 +1,10 @@
 #include "launch/launch.h"
 
 #include "config/error.h"
+#include "config/script_text.h"
 #include "config/yaml_write.h"
 #include "diff/diff.h"
+#include "passes/invariants.h"
 
 #include <algorithm>
 
@@ -10,18 +12,31 @@ namespace qr {
 namespace {
 
 // run_script.py takes no config file: it builds its recipe by name. This loader, run on every
-// rank, makes its recipe look-up return our YAML (ConfigContainer.from_yaml, the inverse of the
-// to_yaml our output matches) and then runs run_script.main() unchanged, so every argparse-driven
-// step of the entry point still applies. argv: MEGATRON_BRIDGE CONFIG run_script-flags...
+// rank, loads our YAML with ConfigContainer.from_yaml (the inverse of the to_yaml our output
+// matches), refuses to go on if that dropped any key (from_yaml is lenient: a key the installed
+// classes lack is silently lost; transformers' HF sub-configs' model_type is the one known,
+// harmless loss), makes run_script's recipe look-up return it, and runs run_script.main()
+// unchanged, so every argparse-driven step of the entry point still applies.
+// argv: MEGATRON_BRIDGE CONFIG run_script-flags...
 const char* const kLoader =
-    R"PY(import sys
+    R"PY(import re, sys
 sys.path.insert(0, sys.argv[1] + "/scripts/performance")
 import run_script
+import yaml
 from megatron.bridge.training.config import ConfigContainer
 config = sys.argv[2]
 if not hasattr(run_script, "get_perf_recipe_by_name"):
     sys.exit("qwen-recipe launch: run_script.py has no get_perf_recipe_by_name to load " + config + " with; see docs/launch.md")
-run_script.get_perf_recipe_by_name = lambda **_: ConfigContainer.from_yaml(config)
+def paths(d, prefix=""):
+    return {p for k, v in d.items() for p in [prefix + str(k)] + sorted(paths(v, prefix + str(k) + "."))} if isinstance(d, dict) else set()
+loaded = ConfigContainer.from_yaml(config)
+with open(config) as f:
+    text = f.read()
+dropped = sorted(p for p in paths(yaml.safe_load(text)) - paths(loaded.to_dict()) if not p.endswith(".model_type"))
+if dropped:
+    built = re.search(r" --mcore (\S+)", text.split("\n", 1)[0])
+    sys.exit("qwen-recipe launch: this Megatron-Bridge did not load " + ", ".join(dropped) + " from " + config + " (its classes lack them), so it would train on another config; rebuild it with the --mcore profile of this container's Megatron-Core" + (" (it was built with --mcore " + built.group(1) + "; pinned is the one Megatron-Bridge main pins, without model.gdn_kernel_backend)" if built else "") + "; see docs/launch.md")
+run_script.get_perf_recipe_by_name = lambda **_: loaded
 sys.argv = ["run_script.py", *sys.argv[3:]]
 run_script.main())PY";
 
@@ -32,6 +47,21 @@ std::string compute_dtype(const std::string& precision) {
   if (precision == "fp8mx")
     return "fp8_mx";
   return precision;
+}
+
+// An #SBATCH line's value. To bash the line is a comment, so one line is all it takes; sbatch
+// splits it at blanks outside double quotes and has no single quotes, so a value that is not a
+// bare shell word is double-quoted, and the two bytes that would end or escape that are refused.
+std::string sbatch_value(const std::string& text, const std::string& what) {
+  require_one_line(text, what);
+  const std::string word = shell_word(text, what);
+  if (word == text)
+    return text;
+  if (text.find_first_of("\"\\") != std::string::npos)
+    throw Error(what + " '" + text +
+                "' holds a double quote or a backslash, which sbatch does not "
+                "read back from an #SBATCH line: remove it");
+  return "\"" + text + "\"";
 }
 
 std::string env_text(const Value& v) {
@@ -46,7 +76,8 @@ std::string env_block(const LaunchPlan& plan) {
       "as in\n# Megatron-Bridge's scripts/performance/bootstrap.py.\n"
       "default_env() { if [ -z \"${!1+x}\" ]; then export \"$1=$2\"; fi; }\n";
   for (const Map::Entry* e : plan.env.sorted())
-    out += "default_env " + e->first.text + " " + shell_quote(env_text(e->second)) + "\n";
+    out += "default_env " + e->first.text + " " +
+           shell_word(env_text(e->second), "env_vars." + e->first.text) + "\n";
   return out;
 }
 
@@ -57,11 +88,13 @@ std::string loader_block() {
 std::string entry_line(const LaunchPlan& plan) {
   std::string out = "python -c \"$LOADER\" \"$MEGATRON_BRIDGE\" \"$CONFIG\"";
   for (const std::string& a : plan.entry_args)
-    out.append(1, ' ').append(shell_quote(a));
+    out.append(1, ' ').append(shell_word(a, "run_script.py flag"));
   return out;
 }
 
 std::string header(const LaunchPlan& plan, const std::string& kind) {
+  require_one_line(plan.recipe, "recipe");
+  require_one_line(plan.config_path, "--config");
   return "# " + kind + " for " + plan.recipe + ", written by qwen-recipe launch.\n" +
          "# Config: " + plan.config_path + " (" + plan.command + ")\n" +
          "# Runs Megatron-Bridge's performance entry point, scripts/performance/run_script.py, on "
@@ -71,28 +104,11 @@ std::string header(const LaunchPlan& plan, const std::string& kind) {
 }
 
 std::string config_lines(const LaunchPlan& plan) {
-  return "# A relative path is taken from the directory the job starts in.\n"
-         "CONFIG=\"$(realpath " +
-         shell_quote(plan.config_path) +
-         ")\"\n"
-         "MEGATRON_BRIDGE=" +
-         shell_quote(plan.megatron_bridge) + "\n";
+  return "CONFIG=" + shell_word(plan.config_path, "--config") +
+         "\nMEGATRON_BRIDGE=" + shell_word(plan.megatron_bridge, "--megatron-bridge") + "\n";
 }
 
 } // namespace
-
-std::string shell_quote(std::string_view s) {
-  const bool safe = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
-  });
-  if (safe)
-    return std::string(s);
-  std::string out = "'";
-  for (char c : s)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) {
   if (!result.recipe)
@@ -100,7 +116,8 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
   const RecipeSpec& spec = *result.recipe;
   LaunchPlan plan;
   plan.recipe = spec.id();
-  plan.num_gpus = spec.entry->num_gpus;
+  // As Megatron-Bridge's -ng: another GPU count changes only the data parallelism.
+  plan.num_gpus = options.num_gpus > 0 ? options.num_gpus : spec.entry->num_gpus;
   plan.gpus_per_node = options.gpus_per_node > 0 ? options.gpus_per_node : spec.gpu->gpus_per_node;
   if (plan.num_gpus % plan.gpus_per_node != 0)
     throw Error(spec.id() + " runs on " + std::to_string(plan.num_gpus) +
@@ -110,6 +127,17 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
   plan.job_name = options.job_name.empty()
                       ? spec.model->name + "-" + spec.gpu->name + "-" + spec.precision
                       : options.job_name;
+  // Launch options reach comments, #SBATCH lines and JSON: one printable line each.
+  require_one_line(plan.job_name, "--job-name");
+  for (const auto& [text, what] : {std::pair{&options.account, "--account"},
+                                   {&options.partition, "--partition"},
+                                   {&options.time_limit, "--time"},
+                                   {&options.container_image, "--container-image"},
+                                   {&options.megatron_bridge, "--megatron-bridge"},
+                                   {&options.config_path, "--config"}})
+    require_one_line(*text, what);
+  for (const std::string& m : options.container_mounts)
+    require_one_line(m, "--container-mounts");
   plan.config_path = options.config_path;
   plan.megatron_bridge = options.megatron_bridge;
   plan.command = result.command;
@@ -126,6 +154,10 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
     if (!e.second.is_scalar() || e.second.is_null())
       throw Error("env_vars." + name + " is " + brief(e.second) +
                   "; environment variables take scalar values");
+    if (env_text(e.second).find('\0') != std::string::npos)
+      throw Error("env_vars." + name +
+                  " holds a NUL byte, which no environment value can carry: "
+                  "remove it");
   }
   const std::string& recipe_name =
       spec.model->names.empty() ? spec.model->name : spec.model->names.front();
@@ -139,20 +171,42 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
   return plan;
 }
 
+std::vector<std::string> waived_failures(const BuildResult& result, const ValidateOptions& checks) {
+  std::vector<std::string> out;
+  if (!result.recipe)
+    return out;
+  ValidateOptions unwaived = checks;
+  unwaived.waivers.clear();
+  const ValidationReport report = validate_config(result.config, unwaived);
+  for (const Waiver& w : result.recipe->variant->waivers) {
+    std::string problem;
+    if (const InvariantInfo* inv = find_invariant(w.invariant))
+      problem = inv->check(result.config);
+    for (const Finding& f : report.findings)
+      if (problem.empty() && f.level == Finding::Level::Error && f.check == w.invariant)
+        problem = f.message;
+    if (!problem.empty())
+      out.push_back("'" + w.invariant + "' fails (waived by the recipe: " + w.reason +
+                    "): " + problem);
+  }
+  return out;
+}
+
 std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
-  std::string out = "#!/bin/bash\n" + header(plan, "Slurm batch script") +
-                    "# Submit: sbatch <this file>, from the directory that holds the config.\n";
+  std::string out =
+      "#!/bin/bash\n" + header(plan, "Slurm batch script") +
+      "# Submit: sbatch <this file>, from any directory (the config path is absolute).\n";
   auto sbatch = [&](const std::string& opt) { out += "#SBATCH " + opt + "\n"; };
-  sbatch("--job-name=" + shell_quote(plan.job_name));
+  sbatch("--job-name=" + sbatch_value(plan.job_name, "--job-name"));
   sbatch("--nodes=" + std::to_string(plan.nodes));
   sbatch("--ntasks-per-node=" + std::to_string(plan.gpus_per_node));
   sbatch("--gpus-per-node=" + std::to_string(plan.gpus_per_node));
   sbatch("--exclusive");
   if (!options.account.empty())
-    sbatch("--account=" + shell_quote(options.account));
+    sbatch("--account=" + sbatch_value(options.account, "--account"));
   if (!options.partition.empty())
-    sbatch("--partition=" + shell_quote(options.partition));
-  sbatch("--time=" + shell_quote(options.time_limit));
+    sbatch("--partition=" + sbatch_value(options.partition, "--partition"));
+  sbatch("--time=" + sbatch_value(options.time_limit, "--time"));
   sbatch("--output=%x-%j.out");
   out += "\nset -euo pipefail\n\n" + config_lines(plan) + "\n" + env_block(plan) +
          "\n# torch.distributed rendezvous: the first node, and a port from the job id (Megatron-"
@@ -164,11 +218,13 @@ std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
          "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n\n" +
          loader_block() + "\n# One rank per GPU.\nsrun";
   if (!options.container_image.empty()) {
-    std::string mounts = "$(dirname \"$CONFIG\"):$(dirname \"$CONFIG\")";
+    std::string mounts;
     for (const std::string& m : options.container_mounts)
       mounts += "," + m;
-    out += " --container-image=" + shell_quote(options.container_image) +
-           " \\\n  --container-mounts=\"" + mounts + "\" --container-writable";
+    out += " --container-image=" + shell_word(options.container_image, "--container-image") +
+           " \\\n  --container-mounts=\"$(dirname \"$CONFIG\"):$(dirname \"$CONFIG\")\"" +
+           (mounts.empty() ? "" : shell_word(mounts, "--container-mounts")) +
+           " --container-writable";
   }
   out += " \\\n  " + entry_line(plan) + "\n";
   return out;

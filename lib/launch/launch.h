@@ -5,6 +5,7 @@
 #pragma once
 
 #include "compile.h"
+#include "validate/validate.h"
 
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 namespace qr {
 
 struct LaunchOptions {
+  int num_gpus = 0;        // 0: the recipe's; else the world size the run is rescaled to
   int gpus_per_node = 0;   // 0: the GPU's (4 on NVL72 systems, 8 on HGX)
   std::string config_path; // where the YAML is (as written in the script)
   std::string job_name;    // default: MODEL-GPU-PRECISION
@@ -30,14 +32,19 @@ struct LaunchPlan {
   std::vector<std::string> entry_args; // run_script.py's recipe selection flags
 };
 
-// Throws qr::Error when the build has no recipe or its GPUs do not fill whole nodes.
+// Throws qr::Error when the build has no recipe or its GPUs do not fill whole nodes. Every
+// user-given text reaches the scripts as a shell word (shell_word) and, where it lands in a
+// comment, an #SBATCH line or a file name, only as one printable line (require_one_line):
+// config/script_text.h. The script functions throw qr::Error for what cannot be written so.
 LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options);
+
+// What the recipe's waivers let through that would stop the job once it starts: for each waived
+// invariant or start-up check that fails on the built config, "'NAME' fails (waived by the
+// recipe: REASON): PROBLEM". `checks` are the options the build was validated with.
+std::vector<std::string> waived_failures(const BuildResult& result, const ValidateOptions& checks);
 
 std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options);
 std::string torchrun_script(const LaunchPlan& plan);
 std::string launch_json(const LaunchPlan& plan, const LaunchOptions& options);
-
-// POSIX shell quoting: the text itself when it needs none, else single-quoted.
-std::string shell_quote(std::string_view s);
 
 } // namespace qr

@@ -636,12 +636,10 @@ PackageEnv parse_package_env(std::string_view text, const std::string& source) {
 }
 
 PackageEnv read_package_env(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!std::ifstream(path, std::ios::binary))
     throw Error(path + ": cannot read the environment file (no such file?)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_package_env(ss.str(), path);
+  // Bounded as a --base file is (64 MiB), so that --env /dev/zero fails fast.
+  return parse_package_env(read_text_file(path, YamlLimits{}.max_bytes), path);
 }
 
 std::size_t ValidationReport::count(Finding::Level level) const {

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs the examples in docs/*.md and compares their output, so the docs never drift.
 
-An example is a ```console block: lines starting with `$ qwen-recipe ...` are run (in a scratch
-directory holding docs/examples/, split into arguments as a shell would), and the lines after each, up to
-the next `$ ` line or the end of the block, are its expected standard output.
+An example is a ```console block: lines starting with `$ qwen-recipe ...` are run (in a fresh
+scratch directory holding docs/examples/, split into arguments as a shell would; the pages show it
+as /home/user/jobs), and the lines after each, up to the next `$ ` line or the end of the block,
+are its expected standard output.
 
 usage: check_docs.py QWEN_RECIPE SCRATCH_DIR DOC.md... [--update]
 """
@@ -15,13 +16,15 @@ import subprocess
 import sys
 
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
+EXAMPLE_DIR = "/home/user/jobs"  # where the pages say their examples run
 
 
 def run(binary, scratch, command):
     argv = shlex.split(command)
     assert argv[0] == "qwen-recipe", command
     result = subprocess.run([binary, *argv[1:]], cwd=scratch, capture_output=True, text=True)
-    return result.stdout
+    # Absolute paths (launch's config) show the scratch directory as the pages' example one.
+    return result.stdout.replace(os.path.realpath(scratch), EXAMPLE_DIR)
 
 
 def check(binary, scratch, path, update):
@@ -58,7 +61,8 @@ def main():
     args = [a for a in sys.argv[1:] if a != "--update"]
     update = "--update" in sys.argv
     binary, scratch, docs = args[0], args[1], args[2:]
-    os.makedirs(scratch, exist_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)  # launch refuses to replace files
+    os.makedirs(scratch)
     # Input files the examples name (an environment for --env) live in docs/examples/.
     for doc in docs:
         examples = os.path.join(os.path.dirname(doc), "examples")

@@ -336,7 +336,12 @@ TEST_CASE("recipes from a directory (--recipes-dir): the recipes/ tree on disk b
   const Compiler from_disk(directory_data(std::string(QR_SOURCE_DIR) + "/recipes"));
   BuildRequest req;
   req.recipe = "qwen35_35b@gb300:fp8mx";
-  CHECK(emit_config(from_disk.build(req)) == emit_config(compiler().build(req)));
+  const BuildResult disk = from_disk.build(req);
+  CHECK(emit_config(disk, false) == emit_config(compiler().build(req), false));
+  // Its header's command names the directory, so that it rebuilds the same file.
+  CHECK(disk.command ==
+        "qwen-recipe --recipes-dir " + std::string(QR_SOURCE_DIR) +
+            "/recipes build qwen35_35b --gpu gb300 --precision fp8mx --mcore pinned");
   CHECK_THAT(error_of([] { (void)directory_data("/no/such/recipes"); }),
              Catch::Contains("/no/such/recipes: not a directory"));
 }

@@ -1,0 +1,796 @@
+#!/usr/bin/env python3
+"""gdn-bench's driver for the Python GatedDeltaNet backends (docs/gdn-bench.md, "Peers").
+
+gdn-bench writes the inputs it generated (the very tensors, see tensors_io below) into one folder
+per shape and starts this script; it runs each peer backend on those tensors, times it the way
+gdn-bench times ours (CUDA-graph replay medians; eager runs with the L2 flushed before each),
+measures its memory, writes its outputs and gradients back for gdn-bench to compare with our fp32
+`reference`, and writes one JSON file of results. A backend that cannot run gets a row saying why.
+
+    gdn_peers.py gdn --inputs DIR [--inputs DIR ...] --out DIR [--backend fla,flash_qla,...]
+                     [--modes fwd,fwd-train,bwd,fwdbwd] [--warmup N] [--iters N]
+                     [--prepare-timeout S]
+    gdn_peers.py plot --json GDN_BENCH_JSON --out FILE.png|FILE.svg
+
+Backends (each backend and shape runs in a process of its own, so that the packages cannot see
+each other and the first calls, which compile and autotune, run side by side; the timed runs
+then have the GPU to themselves, one process at a time):
+  fla                 FLA's Triton chunk_gated_delta_rule, pinned to Triton: FLA_FLASH_QLA=0 and
+                      `tilelang` / `flash_qla` refused at import (FLA 0.6 would otherwise dispatch
+                      to FlashQLA, or to a TileLang kernel for one backward stage); the kernels
+                      that ran are read back with torch.profiler and checked.
+  flash_qla           FlashQLA's chunk_gated_delta_rule, called directly.
+  transformer_engine  cuDNN frontend's gated_delta_net, the op Transformer Engine's
+                      GatedDeltaNetAttention runs (Megatron-Core's `transformer_engine` backend).
+
+The top level needs only the standard library: without PyTorch every row says "not installed".
+Exit codes: 0 (also when a backend could not run: its row says why), 2 bad arguments or inputs.
+"""
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+SCHEMA = "qwen-recipe gdn-peers 1"
+TENSORS_FORMAT = "qwen-recipe gdn-bench tensors 1"
+BACKENDS = ("fla", "flash_qla", "transformer_engine")
+MODES = ("fwd", "fwd-train", "bwd", "fwdbwd")
+
+# What each backend imports, and the install hint of its row when that is missing.
+NEEDS = {
+    "fla": [("fla", "pip install flash-linear-attention")],
+    "flash_qla": [("flash_qla", "pip install flash-qla"), ("tilelang", "pip install tilelang")],
+    "transformer_engine": [("cudnn", "pip install nvidia-cudnn-frontend")],
+}
+# Distribution names whose versions a row reports.
+VERSIONS = {
+    "fla": ["torch", "triton", "flash-linear-attention", "fla-core"],
+    "flash_qla": ["torch", "triton", "flash-qla", "tilelang", "apache-tvm-ffi"],
+    "transformer_engine": ["torch", "nvidia-cudnn-frontend", "transformer-engine",
+                           "nvidia-cutlass-dsl", "cuda-tile"],
+}
+BLOCKED_FOR_FLA = ("tilelang", "flash_qla")
+
+
+def log(msg):
+    print(f"gdn-peers: {msg}", file=sys.stderr, flush=True)
+
+
+def versions(backend):
+    out = {}
+    for dist in VERSIONS[backend]:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def missing_reason(backend):
+    """The row's reason when a package the backend imports is not installed, else None."""
+    for module, hint in [("torch", "pip install torch")] + NEEDS[backend]:
+        if importlib.util.find_spec(module) is None:
+            return f"not installed: {hint} (no module '{module}')"
+    return None
+
+
+def atomic_write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------------------------
+# The tensor files: NAME.json (manifest) + NAME.bin (raw little-endian bytes, back to back).
+# Manifest: {"format": TENSORS_FORMAT, "shape": {...}, "tensors": [{"name", "dtype" (bf16 | f32),
+# "shape": [...], "offset", "bytes"}], ...}. gdn-bench writes inputs.json/.bin (q, k, v, g, beta,
+# do, and h0, dht with --initial-state); a backend's outputs come back the same way.
+
+def read_manifest(folder):
+    path = os.path.join(folder, "inputs.json")
+    try:
+        with open(path) as f:
+            m = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: --inputs {folder}: cannot read inputs.json: {e}")
+    if m.get("format") != TENSORS_FORMAT:
+        raise SystemExit(f"error: --inputs {folder}: inputs.json is not a '{TENSORS_FORMAT}' file")
+    for key in ("shape", "tensors", "scale", "l2norm"):
+        if key not in m:
+            raise SystemExit(f"error: --inputs {folder}: inputs.json has no '{key}'")
+    names = {t["name"] for t in m["tensors"]}
+    for need in ("q", "k", "v", "g", "beta", "do"):
+        if need not in names:
+            raise SystemExit(f"error: --inputs {folder}: inputs.json has no tensor '{need}'")
+    return m
+
+
+def load_tensors(folder, manifest, device):
+    import torch
+    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
+    out = {}
+    with open(os.path.join(folder, "inputs.bin"), "rb") as f:
+        for t in manifest["tensors"]:
+            f.seek(t["offset"])
+            raw = bytearray(f.read(t["bytes"]))
+            x = torch.frombuffer(raw, dtype=torch.uint8).view(dtypes[t["dtype"]])
+            out[t["name"]] = x.reshape(t["shape"]).to(device)
+    return out
+
+
+def write_tensors(path_stem, shape, tensors):
+    """tensors: [(name, tensor)], bf16 or f32, written contiguous."""
+    import torch
+    names = {torch.bfloat16: "bf16", torch.float32: "f32"}
+    entries, offset = [], 0
+    with open(path_stem + ".bin.tmp", "wb") as f:
+        for name, t in tensors:
+            t = t.detach()
+            if t.dtype not in names:
+                t = t.float()
+            raw = t.contiguous().cpu().view(torch.uint8).numpy().tobytes()
+            f.write(raw)
+            entries.append({"name": name, "dtype": names[t.dtype], "shape": list(t.shape),
+                            "offset": offset, "bytes": len(raw)})
+            offset += len(raw)
+    os.replace(path_stem + ".bin.tmp", path_stem + ".bin")
+    atomic_write(path_stem + ".json", json.dumps(
+        {"format": TENSORS_FORMAT, "shape": shape, "tensors": entries}, indent=1) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# Worker: one backend, one or more shapes, in a process of its own.
+
+class BlockImports:
+    """A meta-path finder that refuses some top-level packages: FLA then finds them absent
+    (its find_spec_cached turns ModuleNotFoundError for the name into None)."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named '{fullname}' (blocked by gdn_peers.py)",
+                                      name=fullname)
+        return None
+
+
+def triton_kernel_names(prefix):
+    """Names of the Triton kernels defined by the loaded modules under `prefix`."""
+    from triton.runtime.jit import JITFunction, KernelInterface
+    names = set()
+    for mname, mod in list(sys.modules.items()):
+        if not mname.startswith(prefix) or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            cur, depth = obj, 0
+            while isinstance(cur, KernelInterface) and depth < 8:
+                if isinstance(cur, JITFunction):
+                    names.add(cur.fn.__name__)
+                    break
+                cur, depth = getattr(cur, "fn", None), depth + 1
+    return names
+
+
+def make_backend(name, cc):
+    """Returns (call, note): call(q, k, v, g, beta, h0, scale, l2norm) -> (o, ht)."""
+    if name == "fla":
+        import fla.ops.common.chunk_o as chunk_o
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        note = "FLA Triton: FLA_FLASH_QLA=0, tilelang and flash_qla refused at import"
+        if cc[0] == 9 and getattr(chunk_o, "TRITON_ABOVE_3_7_1", True) is False:
+            # FLA refuses its gated backward on Hopper with Triton >= 3.4, < 3.7.1 (FLA #640, a
+            # Triton miscompile of dbeta / dg). Lifted so it can be timed; gdn-bench's check of
+            # the gradients against `reference` then says whether they come out right.
+            chunk_o.TRITON_ABOVE_3_7_1 = True
+            note += "; FLA's Hopper guard for Triton < 3.7.1 (FLA #640) lifted, gradients checked"
+
+        def call(q, k, v, g, beta, h0, scale, l2norm):
+            return chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=h0,
+                                          output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
+        return call, note
+    if name == "flash_qla":
+        import flash_qla
+
+        def call(q, k, v, g, beta, h0, scale, l2norm):
+            return flash_qla.chunk_gated_delta_rule(q, k, v, g, beta, scale=scale,
+                                                    initial_state=h0, output_final_state=True,
+                                                    use_qk_l2norm_in_kernel=l2norm)
+        return call, "FlashQLA called directly (auto intra-card CP, as FLA calls it)"
+    if name == "transformer_engine":
+        import torch
+        from cudnn.linear_attention import gated_delta_net
+        te = importlib.util.find_spec("transformer_engine") is not None
+        note = ("cuDNN frontend gated_delta_net, the op Transformer Engine's GatedDeltaNetAttention "
+                "runs" + ("" if te else " (Transformer Engine itself not installed)"))
+
+        def call(q, k, v, g, beta, h0, scale, l2norm):
+            B, T = q.shape[0], q.shape[1]
+            cu = torch.arange(0, (B + 1) * T, T, dtype=torch.int32, device=q.device)
+            flat = [x.reshape(B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
+            # cuDNN's states are [N, H, V, K]; ours and FLA's [N, H, K, V].
+            s0 = None if h0 is None else h0.transpose(-1, -2).contiguous()
+            o, ht = gated_delta_net(*flat, cu, scale=scale, initial_state=s0,
+                                    output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
+            return o.reshape(B, T, *o.shape[1:]), ht.transpose(-1, -2)
+        return call, note
+    raise ValueError(name)
+
+
+class Heartbeat:
+    """Prints a line every `every` seconds while a long first call (compile, autotune) runs."""
+
+    def __init__(self, what, every=20.0):
+        self.what, self.every = what, every
+        self.stop = threading.Event()
+        self.t0 = time.time()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stop.wait(self.every):
+            log(f"{self.what}: still busy ({time.time() - self.t0:.0f} s)")
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+
+def worker(args):
+    # The parent reads "prepared" from this process's stdout; libraries that print (TileLang
+    # does) go to stderr instead.
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if args.backend == "fla":
+        sys.meta_path.insert(0, BlockImports(BLOCKED_FOR_FLA))
+    import torch
+    dev = torch.device("cuda")
+    cc = torch.cuda.get_device_capability()
+    result = {"backend": args.backend, "shapes": []}
+    try:
+        log(f"{args.backend}: importing")
+        with Heartbeat(f"{args.backend}: importing"):
+            call, note = make_backend(args.backend, cc)
+    except Exception as e:  # the library's own reason, verbatim
+        result["error"] = f"{type(e).__name__}: {e}"
+        log(f"{args.backend}: {result['error']}")
+        atomic_write(args.result, json.dumps(result))
+        print("prepared", file=proto, flush=True)
+        return 0
+    if args.import_only:
+        return 0
+    result["runs"] = note
+    problems = []
+    for folder in args.inputs:
+        m = read_manifest(folder)
+        name = m["shape"]["name"]
+        entry = {"shape": m["shape"], "input": folder}
+        result["shapes"].append(entry)
+        try:
+            ins = load_tensors(folder, m, dev)
+            p = Problem(call, ins, m["scale"], m["l2norm"])
+            t0 = time.time()
+            log(f"{args.backend} {name}: first calls (compile / autotune)")
+            with Heartbeat(f"{args.backend} {name}: compiling / autotuning"):
+                p.first_calls()
+            entry["first_call_s"] = round(time.time() - t0, 1)
+            log(f"{args.backend} {name}: first calls took {entry['first_call_s']} s")
+            problems.append((entry, p, folder))
+        except Exception as e:
+            entry["error"] = f"{type(e).__name__}: {e}".strip()
+            log(f"{args.backend} {name}: {entry['error']}")
+    # Everything compiled: wait for our turn on the GPU, so no timing overlaps another worker's.
+    print("prepared", file=proto, flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return 1
+    for entry, p, folder in problems:
+        name = entry["shape"]["name"]
+
+        def attempt(what, fn):  # a step that fails loses only itself; the row says which
+            try:
+                return fn()
+            except Exception as e:
+                text = f"{what}: {type(e).__name__}: {e}".strip()
+                entry.setdefault("step_errors", []).append(text)
+                log(f"{args.backend} {name}: {text}")
+                return None
+
+        log(f"{args.backend} {name}: outputs, memory, kernels")
+        stem = os.path.join(args.out, f"{args.backend}-{os.path.basename(folder)}")
+        attempt("outputs", lambda: write_tensors(stem, entry["shape"], p.outputs()))
+        if os.path.exists(stem + ".json"):
+            entry["outputs"] = stem + ".json"
+        entry["memory"] = attempt("memory", p.memory)
+        entry["kernels"] = attempt("kernels", p.kernels) or []
+        if args.backend == "fla":
+            entry["pinned"] = attempt("kernel check", lambda: fla_pinned(entry["kernels"]))
+        entry["times"] = {}
+        for mode in args.modes:
+            log(f"{args.backend} {name}: timing {mode}")
+            t = attempt(f"timing {mode}", lambda: p.time(mode, args.warmup, args.iters))
+            if t:
+                entry["times"][mode] = t
+        p.clear()
+        torch.cuda.empty_cache()
+    atomic_write(args.result, json.dumps(result))
+    return 0
+
+
+def fla_pinned(kernels):
+    """How the run shows that FLA ran its Triton kernels: the names that ran against the Triton
+    kernels FLA defines, and that neither tilelang nor flash_qla was imported."""
+    fla_triton = triton_kernel_names("fla")
+    ran = sorted(k for k in kernels if k in fla_triton)
+    imported = [m for m in BLOCKED_FOR_FLA if m in sys.modules]
+    ok = bool(ran) and not imported
+    return {"verified": ok, "fla_triton_kernels": ran, "other_kernels": len(kernels) - len(ran),
+            "imported": imported,
+            "text": (f"{len(ran)} FLA Triton kernels ran ({', '.join(ran[:4])}{', ...' if len(ran) > 4 else ''}); "
+                     f"tilelang / flash_qla imported: {', '.join(imported) or 'no'}")}
+
+
+class Problem:
+    """One shape's tensors for one backend, and the measurements gdn-bench makes of ours."""
+
+    def __init__(self, call, ins, scale, l2norm):
+        import torch
+        self.torch = torch
+        self.call, self.scale, self.l2norm = call, scale, l2norm
+        self.do, self.dht = ins["do"], ins.get("dht")
+        self.leaves = [ins[n].clone().requires_grad_(True) for n in ("q", "k", "v", "g", "beta")]
+        self.h0 = ins.get("h0")
+        if self.h0 is not None:
+            self.h0 = self.h0.clone().requires_grad_(True)
+            self.leaves.append(self.h0)
+        self.base = self.leaves[:5]
+        props = torch.cuda.get_device_properties(0)
+        self.flush = torch.empty(2 * max(getattr(props, "L2_cache_size", 0), 64 << 20),
+                                 dtype=torch.uint8, device="cuda")
+
+    def clear(self):
+        for t in self.leaves:
+            t.grad = None
+
+    def fwd(self):
+        return self.call(*self.base, self.h0, self.scale, self.l2norm)
+
+    def fwd_infer(self):
+        with self.torch.no_grad():
+            return self.fwd()
+
+    def bwd(self, o, ht):
+        outs, grads = [o], [self.do]
+        if self.dht is not None:
+            outs.append(ht)
+            grads.append(self.dht)
+        self.torch.autograd.backward(outs, grads, retain_graph=True)
+
+    def fwdbwd(self):
+        self.clear()
+        o, ht = self.fwd()
+        self.bwd(o, ht)
+
+    def first_calls(self):
+        self.fwd_infer()
+        self.fwdbwd()
+        self.clear()
+        self.torch.cuda.synchronize()
+
+    def outputs(self):
+        self.clear()
+        o, ht = self.fwd()
+        self.bwd(o, ht)
+        self.torch.cuda.synchronize()
+        names = ["dq", "dk", "dv", "dg", "dbeta"] + (["dh0"] if self.h0 is not None else [])
+        out = [("o", o), ("ht", ht)] + [(n, t.grad) for n, t in zip(names, self.leaves)]
+        self.clear()
+        return [(n, t) for n, t in out if t is not None]  # a missing one fails gdn-bench's check
+
+    def memory(self):
+        """Bytes kept from a training forward for the backward (allocated after it, less the
+        outputs), and the peak of a training step above what was allocated before it."""
+        torch = self.torch
+        self.clear()
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        o, ht = self.fwd()
+        torch.cuda.synchronize()
+        saved = torch.cuda.memory_allocated() - base - o.untyped_storage().nbytes() - \
+            (ht.untyped_storage().nbytes() if ht is not None else 0)
+        del o, ht
+        self.clear()
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        self.fwdbwd()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+        self.clear()
+        return {"saved_bytes": int(saved), "peak_bytes": int(peak)}
+
+    def kernels(self):
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            self.fwdbwd()
+            self.torch.cuda.synchronize()
+        self.clear()
+        return sorted({e.key for e in prof.key_averages()
+                       if (getattr(e, "device_time_total", 0) or 0) > 0})
+
+    def time(self, mode, warmup, iters):
+        """{"graph": {median, min, max} | None, "graph_error", "eager": {...}} in milliseconds."""
+        torch = self.torch
+        ctx = {}
+
+        def prep_bwd():  # the backward reads what a training forward just kept
+            self.clear()
+            ctx["o"], ctx["ht"] = self.fwd()
+
+        run, pre = {
+            "fwd": (self.fwd_infer, None),
+            "fwd-train": (self.fwd, None),
+            "bwd": (lambda: self.bwd(ctx["o"], ctx["ht"]), prep_bwd),
+            "fwdbwd": (self.fwdbwd, None),
+        }[mode]
+        out = {"eager": stats(self.eager(run, pre, warmup, iters))}
+        # Drop the eager runs' autograd graph first: its AccumulateGrad nodes belong to the
+        # default stream, and a capture on another stream must not reuse them.
+        ctx.clear()
+        self.clear()
+        try:
+            out["graph"] = stats(self.graph(run, pre, warmup, iters))
+        except Exception as e:
+            out["graph"] = None
+            out["graph_error"] = f"{type(e).__name__}: {e}".strip()
+        ctx.clear()
+        self.clear()
+        torch.cuda.synchronize()
+        return out
+
+    def eager(self, run, pre, warmup, iters):
+        torch = self.torch
+        for _ in range(warmup):
+            if pre:
+                pre()
+            run()
+        ev = []
+        for _ in range(iters):
+            if pre:
+                pre()
+            self.flush.zero_()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            run()
+            e.record()
+            ev.append((s, e))
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in ev]
+
+    def graph(self, run, pre, warmup, iters):
+        torch = self.torch
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                if pre:
+                    pre()
+                run()
+            if pre:
+                pre()  # on the capture stream, so the backward's kernels follow it there
+        torch.cuda.current_stream().wait_stream(stream)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            run()
+        for _ in range(warmup):
+            g.replay()
+        ev = []
+        for _ in range(iters):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            g.replay()
+            e.record()
+            ev.append((s, e))
+        torch.cuda.synchronize()
+        del g
+        return [s.elapsed_time(e) for s, e in ev]
+
+
+def stats(ms):
+    ms = sorted(ms)
+    n = len(ms)
+    med = ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
+    return {"median": med, "min": ms[0], "max": ms[-1], "n": n}
+
+
+# ------------------------------------------------------------------------------------------------
+# Top level: which backends can run, one worker process each, their GPU turns one at a time.
+
+def gdn(args):
+    manifests = [read_manifest(d) for d in args.inputs]
+    os.makedirs(args.out, exist_ok=True)
+    env_info = {"python": sys.version.split()[0]}
+    rows, workers = [], []
+    for backend in args.backend:
+        reason = missing_reason(backend)
+        vers = versions(backend)
+        if reason:
+            log(f"{backend}: {reason}")
+            rows += [{"backend": backend, "shape": m["shape"], "status": "unavailable",
+                      "reason": reason, "versions": vers} for m in manifests]
+            continue
+        env = dict(os.environ)
+        if backend == "fla":
+            env["FLA_FLASH_QLA"] = "0"
+        # One process per shape: the first calls (TileLang's compiles, FLA's Triton autotuning)
+        # run side by side; the timed runs then take the GPU one process at a time.
+        for i, folder in enumerate(args.inputs):
+            result = os.path.join(args.out, f"{backend}-{i}.result.json")
+            cmd = [sys.executable, os.path.abspath(__file__), "worker", "--backend", backend,
+                   "--result", result, "--out", args.out, "--modes", ",".join(args.modes),
+                   "--warmup", str(args.warmup), "--iters", str(args.iters), "--inputs", folder]
+            workers.append({"backend": backend, "cmd": cmd, "env": env, "result": result,
+                            "versions": vers, "group": [folder]})
+    deadline = time.time() + args.prepare_timeout if args.prepare_timeout else None
+    start = lambda w: subprocess.Popen(w["cmd"], env=w["env"], stdin=subprocess.PIPE,  # noqa
+                                       stdout=subprocess.PIPE, text=True)
+    for w in workers:
+        if w["backend"] != "flash_qla":
+            w["proc"] = start(w)
+    if any(w["backend"] == "flash_qla" for w in workers):
+        # Importing TileLang's runtime (tvm-ffi) the first time JIT-compiles its torch DLPack
+        # addon into its cache when torch-c-dlpack-ext has none prebuilt for this torch (minutes
+        # of C++, which TileLang's kernels need): once, here, not racing in every worker.
+        w0 = next(w for w in workers if w["backend"] == "flash_qla")
+        log("flash_qla: importing once first (tvm-ffi may build its torch addon)")
+        with Heartbeat("flash_qla: importing once first"):
+            try:
+                imp = subprocess.run(w0["cmd"][:2] + ["worker", "--backend", "flash_qla",
+                                                      "--import-only"] + w0["cmd"][5:],
+                                     env=w0["env"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL,
+                                     timeout=None if deadline is None else
+                                     max(1.0, deadline - time.time()))
+                log(f"flash_qla: import done (exit code {imp.returncode})")
+            except subprocess.TimeoutExpired:
+                log("flash_qla: import still running at --prepare-timeout")
+        for w in workers:
+            if w["backend"] == "flash_qla":
+                w["proc"] = start(w)
+    # All workers compile at once; then each gets the GPU to itself in turn. One that is not
+    # ready by --prepare-timeout is stopped, and its rows say so.
+    def wait_prepared(w):
+        for line in w["proc"].stdout:
+            if line.strip() == "prepared":
+                w["ready"].set()
+                return
+    for w in workers:
+        w["ready"] = threading.Event()
+        threading.Thread(target=wait_prepared, args=(w,), daemon=True).start()
+    for w in workers:
+        w["prepared"] = w["ready"].wait(None if deadline is None else
+                                        max(0.0, deadline - time.time()))
+        if not w["prepared"] and w["proc"].poll() is None:
+            w["proc"].kill()
+            w["late"] = (f"not ready after --prepare-timeout {args.prepare_timeout} s (still "
+                         "importing, compiling or autotuning); stopped, not timed")
+            log(f"{w['backend']}: {w['late']}")
+    for w in workers:
+        try:  # a worker that already exited (its result says why) must not end the driver
+            if w["prepared"]:
+                w["proc"].stdin.write("go\n")
+                w["proc"].stdin.flush()
+            w["proc"].stdin.close()
+        except OSError:
+            pass
+        w["proc"].wait()
+        rows += worker_rows(w, manifests, args.inputs)
+    order = {b: i for i, b in enumerate(args.backend)}
+    names = [m["shape"]["name"] for m in manifests]
+    rows.sort(key=lambda r: (order[r["backend"]], names.index(r["shape"]["name"])))
+    doc = {"schema": SCHEMA, "op": "gdn", "env": env_info, "modes": list(args.modes),
+           "warmup": args.warmup, "iters": args.iters, "rows": rows}
+    atomic_write(os.path.join(args.out, "peers.json"), json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+def worker_rows(w, manifests, inputs):
+    by_folder = {d: m for d, m in zip(inputs, manifests)}
+    try:
+        with open(w["result"]) as f:
+            res = json.load(f)
+    except (OSError, ValueError):
+        res = {"error": w.get("late") or f"worker exited with code {w['proc'].returncode} before "
+                                          "writing results (its stderr is above)"}
+    rows = []
+    shapes = {e["input"]: e for e in res.get("shapes", [])}
+    for folder in w["group"]:
+        row = {"backend": w["backend"], "shape": by_folder[folder]["shape"],
+               "versions": w["versions"]}
+        e = shapes.get(folder, {})
+        err = res.get("error") or e.get("error")
+        if err:
+            row.update(status="error", reason=err)
+        else:
+            runs = res.get("runs", "")
+            if e.get("step_errors"):
+                runs += "; failed steps: " + " | ".join(e["step_errors"])
+            row.update(status="ok", runs=runs)
+            for key in ("first_call_s", "outputs", "memory", "kernels", "pinned", "times"):
+                if e.get(key) is not None:
+                    row[key] = e[key]
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------
+# The plot of gdn-bench's JSON: bars per backend and shape for fwd and fwdbwd (graph medians), or
+# with several sequence lengths per shape, time against sequence length.
+
+def plot(args):
+    try:
+        with open(args.json) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: --json {args.json}: {e}")
+    if not args.out.endswith((".png", ".svg")):
+        raise SystemExit(f"error: --out {args.out}: the plot is a .png or .svg file")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SystemExit("error: the plot needs matplotlib: not installed: pip install matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+
+    # `reference` is the fp32 oracle, a hundred times slower: not a candidate, left out.
+    rows = [r for r in doc.get("backends", []) if r.get("status") == "ok" and
+            r.get("backend") != "reference"]
+    backends = list(dict.fromkeys(r["backend"] for r in rows))
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    lens = {s: sorted({r["T"] for r in rows if r["shape"] == s}) for s in shapes}
+    modes = ["fwd", "fwdbwd"]
+    label = {"fwd": "fwd (inference)", "fwdbwd": "fwd+bwd (training step)"}
+
+    def ms(r, mode):
+        t = r.get("times", {}).get(mode, {}).get("graph_ms")
+        return t["median"] if t else None
+
+    title = f"GatedDeltaNet, {doc.get('device', '?')}, CUDA-graph medians ({doc.get('date', '')})"
+    if any(len(v) > 1 for v in lens.values()):
+        fig, axes = plt.subplots(len(shapes), len(modes), figsize=(11, 4 * len(shapes)),
+                                 squeeze=False)
+        for i, s in enumerate(shapes):
+            for j, mode in enumerate(modes):
+                ax = axes[i][j]
+                for b in backends:
+                    pts = sorted((r["T"], ms(r, mode)) for r in rows
+                                 if r["backend"] == b and r["shape"] == s and ms(r, mode))
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=b)
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_xticks(lens[s])
+                ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
+                ax.yaxis.set_major_formatter(ticker.ScalarFormatter())
+                ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+                ax.set_xlabel("sequence length T")
+                ax.set_ylabel("ms (lower is better)")
+                ax.set_title(f"{s}: {label[mode]}")
+                ax.grid(True, which="both", alpha=0.3)
+                ax.legend()
+    else:
+        fig, axes = plt.subplots(1, len(modes), figsize=(6 * len(modes), 4.5), squeeze=False)
+        width = 0.8 / max(1, len(backends))
+        for j, mode in enumerate(modes):
+            ax = axes[0][j]
+            for k, b in enumerate(backends):
+                xs, ys = [], []
+                for i, s in enumerate(shapes):
+                    v = [ms(r, mode) for r in rows if r["backend"] == b and r["shape"] == s]
+                    if v and v[0]:
+                        xs.append(i + (k - (len(backends) - 1) / 2) * width)
+                        ys.append(v[0])
+                bars = ax.bar(xs, ys, width, label=b)
+                ax.bar_label(bars, fmt="%.2f", fontsize=7)
+            ax.set_xticks(range(len(shapes)))
+            ax.set_xticklabels(shapes)
+            ax.set_ylabel("ms (lower is better)")
+            ax.set_title(label[mode])
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    tmp = args.out + ".tmp" + os.path.splitext(args.out)[1]
+    fig.savefig(tmp, dpi=120)
+    os.replace(tmp, args.out)
+    log(f"plot written to {args.out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+
+def csv_choice(allowed, what):
+    def parse(text):
+        items = [x for x in text.split(",") if x]
+        if "all" in items:
+            return list(allowed)
+        for x in items:
+            if x not in allowed:
+                raise argparse.ArgumentTypeError(
+                    f"unknown {what} '{x}' (one of {', '.join(allowed)} or all)")
+        if not items:
+            raise argparse.ArgumentTypeError(f"needs at least one {what}")
+        return list(dict.fromkeys(items))
+    return parse
+
+
+def positive(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
+    return v
+
+
+def non_negative(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a non-negative integer")
+    return v
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv=None):
+    ap = Parser(prog="gdn_peers.py", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+    for name in ("gdn", "worker"):
+        p = sub.add_parser(name, help="time the peer backends on gdn-bench's inputs"
+                           if name == "gdn" else argparse.SUPPRESS)
+        p.add_argument("--inputs", action="append", required=True,
+                       help="a folder with inputs.json / inputs.bin (repeatable: one per shape)")
+        p.add_argument("--out", required=True, help="folder for peers.json and the outputs")
+        p.add_argument("--modes", type=csv_choice(MODES, "mode"), default=list(MODES))
+        p.add_argument("--warmup", type=non_negative, default=3)
+        p.add_argument("--iters", type=positive, default=20)
+        if name == "gdn":
+            p.add_argument("--backend", type=csv_choice(BACKENDS, "backend"),
+                           default=list(BACKENDS))
+            p.add_argument("--prepare-timeout", type=non_negative, default=0,
+                           help="seconds the first calls may take, 0 for no limit")
+        else:
+            p.add_argument("--backend", choices=BACKENDS, required=True)
+            p.add_argument("--result")
+            p.add_argument("--import-only", action="store_true")
+    p = sub.add_parser("plot", help="plot gdn-bench's --json file")
+    p.add_argument("--json", required=True)
+    p.add_argument("--out", required=True, help="FILE.png or FILE.svg")
+    args = ap.parse_args(argv)
+    try:
+        return {"gdn": gdn, "worker": worker, "plot": plot}[args.cmd](args)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

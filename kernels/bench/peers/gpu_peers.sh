@@ -1,0 +1,45 @@
+#!/bin/bash
+# gdn-bench with every backend on a GPU machine without a network (docs/gdn-bench.md, "Peers"):
+# installs the carried peers into /tmp, runs `qwen-recipe gdn-bench --backend fused` alone, then
+# `--backend all` with the JSON and the plot, and prints how far the two runs' fused figures are
+# apart.
+#
+#   gpu_peers.sh QWEN_RECIPE PEERS_DIR OUT_DIR [gdn-bench arguments...]
+#
+# PEERS_DIR holds FLA's and cuDNN frontend's wheels (*.whl) and flashqla-site.tar.xz (FlashQLA
+# and its TileLang dependencies, unpacked into one folder and packed again). The gdn-bench
+# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt, bench.json, bench.png,
+# fused.txt and fused.json.
+set -u
+BIN=$1 PEERS=$2 OUT=$3
+shift 3
+ARGS=("$@")
+[ ${#ARGS[@]} = 0 ] && ARGS=(--recipe qwen35_35b,qwen35_397b)
+DRIVER=$(dirname "$(readlink -f "$0")")/gdn_peers.py
+mkdir -p "$OUT" /tmp/peers-site /tmp/peers-qla
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/peers-site \
+  "$PEERS"/*.whl || exit 1
+tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
+# FLA's worker refuses tilelang and flash_qla at import, so one path serves every backend.
+export PYTHONPATH=/tmp/peers-site:/tmp/peers-qla PYTHONUNBUFFERED=1
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+"$BIN" gdn-bench "${ARGS[@]}" --backend fused --json "$OUT/fused.json" >"$OUT/fused.txt" \
+  2>/dev/null
+echo "gdn-bench --backend fused: rc=$?"
+"$BIN" gdn-bench "${ARGS[@]}" --backend all --peers-driver "$DRIVER" \
+  --json "$OUT/bench.json" --plot "$OUT/bench.png" >"$OUT/bench.txt"
+echo "gdn-bench --backend all: rc=$?"
+python3 - "$OUT/bench.json" "$OUT/fused.json" <<'EOF'
+import json, sys
+def fused(path):
+    doc = json.load(open(path))
+    return {(r["shape"], r["T"], m): t["graph_ms"]["median"] for r in doc["backends"]
+            if r["backend"] == "fused" for m, t in r["times"].items() if t["graph_ms"]}
+a, b = fused(sys.argv[1]), fused(sys.argv[2])
+for key in sorted(a):
+    if key in b:
+        print(f"fused {key[0]} T{key[1]} {key[2]:13s} all backends {a[key]:.3f} ms, alone "
+              f"{b[key]:.3f} ms: {100 * (a[key] / b[key] - 1):+.1f}%")
+EOF
+cat "$OUT/bench.txt"

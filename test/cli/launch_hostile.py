@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Hostile values in every field that reaches a generated script or YAML, run for real.
+
+Each case builds a launch (Slurm and torchrun) or a config with one hostile value (line breaks
+LF, CR, NEL, U+2028, U+2029; NUL; quotes; $(...); backquotes; `;`; a leading `-`; blanks) in one
+field: --job-name, -A, -p, -t, -o, --config, --container-image, --container-mounts,
+--megatron-bridge, an env value (raw in the override, and as a YAML escape that puts the byte in
+the value itself), and a model key of a --recipes-dir catalogue; invalid UTF-8 in every option of
+--format json. Then either:
+
+- the command refused: exit 2, one `error:` line, and the work directory as it was; or
+- it succeeded, and running what it wrote under stand-in `sbatch`, `srun`, `scontrol`,
+  `torchrun`, `python` and `python3` (each logs its argv) ran exactly the intended commands and
+  nothing else (a canary file that every payload tries to create never appears), the entry point
+  got the literal values (the env value, the config path, the container image and mounts as srun
+  saw them, the #SBATCH values as sbatch parses them), and every YAML written loads in PyYAML (and
+  OmegaConf, when installed) with the same keys as a clean build: no value became structure.
+
+usage: launch_hostile.py QWEN_RECIPE RECIPES_DIR WORKDIR
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+CANARY = "PWNED"
+PAYLOADS = {
+    "newline": "a\ntouch PWNED #",
+    "cr": "a\rtouch PWNED #",
+    "nel": "a\u0085b",
+    "ls": "a\u2028b",
+    "ps": "a\u2029b",
+    "dquote": 'a"b',
+    "squote": "a'b",
+    "subst": "$(touch PWNED)",
+    "backquote": "`touch PWNED`",
+    "semicolon": "a;touch PWNED",
+    "dash": "-x",
+    "blank": "a b",
+    "backslash": "a\\b",
+    "hash": "a #b",
+    "dollar": "$HOME",
+}
+LINE_BREAKS = ("newline", "cr", "nel", "ls", "ps")
+
+RUN_SCRIPT = '''
+import json, os, sys
+def get_perf_recipe_by_name(**kwargs):
+    raise SystemExit("the loader did not replace get_perf_recipe_by_name")
+def main():
+    recipe = get_perf_recipe_by_name(model_recipe_name="x", task="pretrain", num_gpus=1, gpu="g",
+                                     precision="bf16")
+    with open(os.environ["QR_RESULT"], "w") as f:
+        json.dump({"recipe": recipe.path, "argv": sys.argv, "FOO": os.environ.get("FOO")}, f)
+'''
+CONFIG_PY = '''
+import yaml
+class ConfigContainer:
+    def __init__(self, path):
+        self.path = path
+    @classmethod
+    def from_yaml(cls, path):
+        return cls(path)
+    def to_dict(self):
+        with open(self.path) as f:
+            return yaml.safe_load(f)
+'''
+# Every stand-in logs its argv as one JSON line; srun and torchrun then drop their options and
+# run the rest, python runs the real interpreter, sbatch parses #SBATCH lines as sbatch does
+# (one line each, blanks outside double quotes separate options) and runs the script.
+STANDIN = '''#!{python}
+import json, os, subprocess, sys
+name = os.path.basename(sys.argv[0])
+with open(os.environ["QR_CALLS"], "a") as log:
+    log.write(json.dumps([name] + sys.argv[1:]) + "\\n")
+args = sys.argv[1:]
+if name == "scontrol":
+    print("node-a\\nnode-b")
+elif name in ("srun", "torchrun"):
+    while args and args[0].startswith("--"):
+        args.pop(0)
+    os.execvp(args[0], args)
+elif name in ("python", "python3"):
+    os.execv("{python}", ["{python}"] + args)
+elif name == "sbatch":
+    opts = []
+    for line in open(args[0], encoding="utf-8", errors="surrogateescape"):
+        if not line.startswith("#SBATCH "):
+            continue
+        word, quoted, words = "", False, []
+        for c in line[len("#SBATCH "):].rstrip("\\n"):
+            if c == '"':
+                quoted = not quoted
+            elif c in " \\t" and not quoted:
+                words, word = words + [word] if word else words, ""
+            else:
+                word += c
+        opts += words + ([word] if word else [])
+    with open(os.environ["QR_SBATCH"], "w") as f:
+        json.dump(opts, f)
+    sys.exit(subprocess.run(["bash", args[0]]).returncode)
+'''
+
+
+class Env:
+    def __init__(self, binary, recipes, root):
+        self.binary, self.recipes, self.root = binary, recipes, root
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        self.bridge = root / "mbridge"
+        (self.bridge / "scripts/performance").mkdir(parents=True)
+        (self.bridge / "scripts/performance/run_script.py").write_text(RUN_SCRIPT)
+        pkg = root / "py/megatron/bridge/training"
+        pkg.mkdir(parents=True)
+        for d in ("megatron", "megatron/bridge", "megatron/bridge/training"):
+            (root / "py" / d / "__init__.py").write_text("")
+        (pkg / "config.py").write_text(CONFIG_PY)
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        for name in ("sbatch", "srun", "scontrol", "torchrun", "python", "python3"):
+            (self.bin / name).write_text(STANDIN.format(python=sys.executable))
+            (self.bin / name).chmod(0o755)
+        self.clean_keys = None
+        self.failures = []
+        self.cases = 0
+
+    def fail(self, case, what):
+        self.failures.append(f"{case}: {what}")
+
+    def qwen_recipe(self, args, cwd):
+        return subprocess.run([self.binary, "-q", *args], cwd=cwd, capture_output=True)
+
+    def yaml_keys(self, path):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        try:
+            from omegaconf import OmegaConf
+            assert OmegaConf.to_container(OmegaConf.load(path)) == data, "OmegaConf differs"
+        except ImportError:
+            pass
+        return data
+
+    def check_yaml(self, case, path, foo=None):
+        data = self.yaml_keys(path)
+        if self.clean_keys is None:
+            return data
+        if set(data) != self.clean_keys:
+            self.fail(case, f"{path.name}: top-level keys {sorted(set(data) ^ self.clean_keys)}")
+        env = data.get("env_vars") or {}
+        if foo is not None and env.get("FOO") != foo:
+            self.fail(case, f"{path.name}: env_vars.FOO is {env.get('FOO')!r}, want {foo!r}")
+        if set(env) - {"FOO"} != self.clean_env:
+            self.fail(case, f"{path.name}: env_vars keys {sorted(set(env) ^ self.clean_env)}")
+        return data
+
+    def run_case(self, case, args, fmt, want):
+        """Runs one launch; `want` maps what must reach the entry point (or None: refusal ok)."""
+        self.cases += 1
+        work = self.root / "cases" / case / fmt
+        work.mkdir(parents=True)
+        script = want.pop("-o", "job.sh")
+        argv = ["launch", *args, "--format", fmt]
+        if not want.pop("bridge", False):
+            argv += ["--megatron-bridge", str(self.bridge)]
+        if "-o" not in args:
+            argv += ["-o", script]
+        if "--recipes-dir" in want:
+            argv = ["--recipes-dir", want.pop("--recipes-dir")] + argv
+        gen = self.qwen_recipe(argv, work)
+        if gen.returncode != 0:
+            err = gen.stderr.decode("utf-8", "replace")
+            if gen.returncode != 2 or not err.startswith("error: ") or err.count("\n") != 1:
+                self.fail(case, f"{fmt}: exit {gen.returncode}, stderr {err!r}")
+            if want.get("must_succeed"):
+                self.fail(case, f"{fmt}: refused {err!r}")
+            if list(work.iterdir()):
+                self.fail(case, f"{fmt}: refused but left {[p.name for p in work.iterdir()]}")
+            return
+        if want.get("must_refuse"):
+            self.fail(case, f"{fmt}: accepted")
+        if fmt == "json":
+            return  # nothing to run
+        config = pathlib.Path(want.get("config", pathlib.Path(script).with_suffix(".yaml")))
+        config = work / config
+        try:
+            if want.get("FOO") == "as in the YAML":
+                want["FOO"] = str(self.yaml_keys(config)["env_vars"]["FOO"])
+            self.check_yaml(case, config, want.get("FOO"))
+        except Exception as err:  # a header or value that broke the YAML
+            self.fail(case, f"{fmt}: {config.name} does not load: {str(err)[:80]!r}")
+        calls, result, sbatch = work / "calls.jsonl", work / "result.json", work / "sbatch.json"
+        env = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}",
+                   PYTHONPATH=str(self.root / "py"), QR_CALLS=str(calls), QR_RESULT=str(result),
+                   QR_SBATCH=str(sbatch), SLURM_JOB_NODELIST="node-[a-b]", SLURM_JOB_ID="4242",
+                   NODE_RANK="0", MASTER_ADDR="node-a")
+        env.pop("FOO", None)
+        # Submitted from another directory than the one it was written in.
+        elsewhere = work / "elsewhere"
+        elsewhere.mkdir()
+        first = ["sbatch"] if fmt == "slurm" else ["bash"]
+        run = subprocess.run(first + [str(work / script)], cwd=elsewhere, env=env,
+                             capture_output=True)
+        if run.returncode != 0:
+            self.fail(case, f"{fmt}: the script failed: {run.stderr.decode(errors='replace')}")
+            return
+        for p in work.rglob(CANARY):
+            self.fail(case, f"{fmt}: {p} was created: a payload ran")
+        names = [json.loads(line)[0] for line in calls.read_text().splitlines()]
+        want_calls = ["sbatch", "scontrol", "srun", "python"] if fmt == "slurm" \
+            else ["torchrun", "python"]
+        if names != want_calls:
+            self.fail(case, f"{fmt}: ran {names}, want {want_calls}")
+        got = json.loads(result.read_text())
+        if got["recipe"] != str(config.resolve()):
+            self.fail(case, f"{fmt}: config {got['recipe']!r}, want {str(config.resolve())!r}")
+        if got["FOO"] != want.get("FOO"):
+            self.fail(case, f"{fmt}: FOO={got['FOO']!r}, want {want.get('FOO')!r}")
+        if fmt == "slurm":
+            opts = json.loads(sbatch.read_text())
+            for opt, value in want.get("sbatch", {}).items():
+                if f"{opt}={value}" not in opts:
+                    self.fail(case, f"sbatch read {opts}, want {opt}={value!r}")
+            srun = [json.loads(line) for line in calls.read_text().splitlines()][2]
+            for arg in want.get("srun", []):
+                if arg not in srun:
+                    self.fail(case, f"srun got {srun[1:4]}, want {arg!r}")
+            if "mount" in want and not any(a.startswith("--container-mounts=") and
+                                           a.endswith("," + want["mount"]) for a in srun):
+                self.fail(case, f"srun got {srun[1:4]}, want the mount {want['mount']!r}")
+
+
+def yaml_escape(value):
+    return json.dumps(value)  # a JSON string is a YAML double-quoted scalar
+
+
+def main():
+    binary, recipes, root = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    e = Env(binary, recipes, root / "launch-hostile")
+    clean = e.qwen_recipe(["build", "qwen35_35b", "--gpu", "b200"], root)
+    data = yaml.safe_load(clean.stdout)
+    e.clean_keys, e.clean_env = set(data), set(data["env_vars"])
+    recipe = ["qwen35_35b", "--gpu", "b200"]
+    for name, v in PAYLOADS.items():
+        breaks = name in LINE_BREAKS
+        for fmt in ("slurm", "torchrun"):
+            # An env value, raw in the override (it goes into the header's command too) ...
+            e.run_case(f"env-raw-{name}", recipe + ["+env_vars.FOO=" + v], fmt,
+                       {"FOO": "as in the YAML", "must_refuse": breaks})
+            # ... and as a YAML escape: the byte is in the value, the token is one line.
+            e.run_case(f"env-escaped-{name}", recipe + ["+env_vars.FOO=" + yaml_escape(v)], fmt,
+                       {"FOO": v, "must_succeed": True})
+            e.run_case(f"output-{name}", recipe, fmt, {"-o": v.replace("/", "") + ".sh",
+                                                       "must_refuse": breaks})
+            e.run_case(f"config-{name}", recipe + ["--config", v + ".yaml"], fmt,
+                       {"config": v + ".yaml", "must_refuse": breaks})
+            bridge = root / "launch-hostile" / "bridges" / name / v
+            if not bridge.exists():
+                shutil.copytree(e.bridge, bridge)
+            e.run_case(f"bridge-{name}", recipe + ["--megatron-bridge", str(bridge)], fmt,
+                       {"bridge": True, "must_refuse": breaks})
+        e.run_case(f"jobname-{name}", recipe + ["--job-name", v], "slurm",
+                   {"sbatch": {"--job-name": v}, "must_refuse": breaks})
+        for opt in ("-A", "-p", "-t"):
+            long = {"-A": "--account", "-p": "--partition", "-t": "--time"}[opt]
+            e.run_case(f"sbatch{opt}-{name}", recipe + [opt, v], "slurm",
+                       {"sbatch": {long: v}, "must_refuse": breaks})
+        e.run_case(f"image-{name}", recipe + ["--container-image", v], "slurm",
+                   {"srun": ["--container-image=" + v], "must_refuse": breaks})
+        if "," not in v:
+            mount = f"/src{v}:/dst"
+            e.run_case(f"mounts-{name}", recipe + ["--container-image", "img", "--container-mounts",
+                                                   mount], "slurm",
+                       {"mount": mount, "must_refuse": breaks})
+    # NUL cannot be in a command line; a YAML escape puts one in the value, which no environment
+    # can carry: refused, nothing written.
+    for fmt in ("slurm", "torchrun", "json"):
+        e.run_case("env-nul", recipe + ['+env_vars.FOO="a\\0b"'], fmt, {"must_refuse": True})
+    # Invalid UTF-8 (here byte 0xFF) would make --format json invalid: refused in every option.
+    for opt in ("--job-name", "-A", "-p", "-t", "--container-image", "--container-mounts",
+                "--megatron-bridge", "--config"):
+        e.run_case(f"invalid-utf8{opt}", recipe + [opt, "a\udcffb"], "json", {"must_refuse": True})
+    # A model key of a --recipes-dir catalogue.
+    for name, v in PAYLOADS.items():
+        tree = root / "launch-hostile" / "recipes" / name
+        shutil.copytree(recipes, tree)
+        for f in [tree / "catalog.yaml", *sorted((tree / "gpus").glob("*.yaml"))]:
+            f.write_text(f.read_text().replace("  qwen3_30b:", f"  {yaml_escape(v)}:", 1))
+        if v.startswith("-"):
+            continue  # the positional RECIPE would read as an option
+        e.run_case(f"model-key-{name}", [v, "--gpu", "b200"], "slurm",
+                   {"--recipes-dir": str(tree), "sbatch": {"--job-name": v + "-b200-bf16"},
+                    "must_refuse": breaks})
+    # Built YAML: a value with every payload, and the header, load with the same keys.
+    for name, v in PAYLOADS.items():
+        e.cases += 1
+        out = e.qwen_recipe(["build", *recipe, "+env_vars.FOO=" + yaml_escape(v)], root)
+        if out.returncode != 0:
+            e.fail(f"build-{name}", out.stderr.decode(errors="replace"))
+            continue
+        path = root / "launch-hostile" / f"build-{name}.yaml"
+        path.write_bytes(out.stdout)
+        try:
+            e.check_yaml(f"build-{name}", path, v)
+        except Exception as err:
+            e.fail(f"build-{name}", f"does not load: {str(err)[:80]!r}")
+    if e.failures:
+        sys.exit(f"{len(e.failures)} of {e.cases} cases failed:\n" + "\n".join(e.failures))
+    print(f"{e.cases} hostile cases: refused or ran exactly the intended commands")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""CI tests of gdn-bench's peers driver (kernels/bench/peers/gdn_peers.py) that need no GPU and no
+PyTorch: argument handling, the rows of backends whose packages are missing, and the schema of
+peers.json. Run by CTest: peers_driver_test.py DRIVER WORKDIR."""
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+DRIVER, WORK = sys.argv[1], sys.argv[2]
+FAILURES = []
+QUIET = [False]  # while checking that a malformed document is refused
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        if not QUIET[0]:
+            print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(env_extra or {})
+    p = subprocess.run([sys.executable, DRIVER] + args, capture_output=True, text=True, env=env,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def one_error_line(rc, err, needle, what):
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    check(rc == 2, f"{what}: exit code {rc}, expected 2")
+    check(len(lines) == 1 and lines[0].startswith("error: "),
+          f"{what}: expected one 'error:' line, got {err!r}")
+    check(needle in err, f"{what}: {needle!r} not in {err!r}")
+
+
+def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4):
+    """A valid inputs.json / inputs.bin pair, as gdn-bench writes them."""
+    os.makedirs(folder, exist_ok=True)
+    specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
+             ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
+             ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
+    tensors, blob = [], b""
+    for tname, dtype, shape in specs:
+        n = 1
+        for d in shape:
+            n *= d
+        raw = struct.pack(f"<{n}f", *([-0.5] * n)) if dtype == "f32" else b"\x80\x3f" * n
+        tensors.append({"name": tname, "dtype": dtype, "shape": shape, "offset": len(blob),
+                        "bytes": len(raw)})
+        blob += raw
+    with open(os.path.join(folder, "inputs.bin"), "wb") as f:
+        f.write(blob)
+    with open(os.path.join(folder, "inputs.json"), "w") as f:
+        json.dump({"format": "qwen-recipe gdn-bench tensors 1",
+                   "shape": {"name": name, "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
+                   "scale": D ** -0.5, "l2norm": True, "tensors": tensors}, f)
+
+
+def validate_peers(doc, where):
+    """The schema gdn-bench's reader relies on (kernels/bench/peers.cpp, parse_results)."""
+    check(doc.get("schema") == "qwen-recipe gdn-peers 1", f"{where}: schema")
+    check(doc.get("op") == "gdn", f"{where}: op")
+    check(isinstance(doc.get("modes"), list) and all(isinstance(m, str) for m in doc["modes"]),
+          f"{where}: modes")
+    check(isinstance(doc.get("warmup"), int) and isinstance(doc.get("iters"), int),
+          f"{where}: warmup / iters")
+    check(isinstance(doc.get("env"), dict), f"{where}: env")
+    rows = doc.get("rows")
+    check(isinstance(rows, list) and rows, f"{where}: rows")
+    for i, r in enumerate(rows or []):
+        w = f"{where}: rows[{i}]"
+        check(r.get("backend") in ("fla", "flash_qla", "transformer_engine"), f"{w}: backend")
+        check(r.get("status") in ("ok", "unavailable", "error"), f"{w}: status")
+        s = r.get("shape", {})
+        check(isinstance(s.get("name"), str) and all(isinstance(s.get(k), int)
+                                                     for k in ("B", "T", "Hk", "Hv", "D")),
+              f"{w}: shape")
+        v = r.get("versions")
+        check(isinstance(v, dict) and all(isinstance(a, str) and isinstance(b, str)
+                                          for a, b in v.items()), f"{w}: versions")
+        if r.get("status") != "ok":
+            check(isinstance(r.get("reason"), str) and r["reason"], f"{w}: reason")
+        else:
+            check(isinstance(r.get("outputs"), str), f"{w}: outputs")
+            for mode, t in r.get("times", {}).items():
+                for method in ("graph", "eager"):
+                    x = t.get(method)
+                    check(x is None or all(isinstance(x.get(k), (int, float))
+                                           for k in ("median", "min", "max")),
+                          f"{w}: times.{mode}.{method}")
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    inputs = os.path.join(WORK, "shape0")
+    write_inputs(inputs)
+
+    # Argument handling: one error line, exit 2, nothing written.
+    rc, _, err = run([])
+    check(rc == 2 and "error: " in err, f"no subcommand: rc {rc}, {err!r}")
+    for args, needle, what in [
+        (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--backend", "flq"],
+         "unknown backend 'flq'", "unknown backend"),
+        (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--modes", "fwd,back"],
+         "unknown mode 'back'", "unknown mode"),
+        (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--iters", "0"],
+         "'0' is not a positive integer", "--iters 0"),
+        (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--warmup", "-1"],
+         "'-1' is not a non-negative integer", "--warmup -1"),
+        (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--prepare-timeout", "soon"],
+         "'soon' is not a non-negative integer", "--prepare-timeout soon"),
+        (["gdn", "--out", WORK + "/o1"], "--inputs", "missing --inputs"),
+        (["gdn", "--inputs", WORK + "/nowhere", "--out", WORK + "/o1"],
+         "cannot read inputs.json", "missing inputs folder"),
+        (["plot", "--json", WORK + "/none.json", "--out", WORK + "/p.png"], "--json", "plot: no json"),
+    ]:
+        rc, _, err = run(args)
+        one_error_line(rc, err, needle, what)
+        check(not os.path.exists(WORK + "/o1/peers.json"), f"{what}: wrote peers.json")
+
+    bad = os.path.join(WORK, "bad")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "inputs.json"), "w") as f:
+        json.dump({"format": "something else"}, f)
+    rc, _, err = run(["gdn", "--inputs", bad, "--out", WORK + "/o1"])
+    one_error_line(rc, err, "is not a 'qwen-recipe gdn-bench tensors 1' file", "foreign manifest")
+
+    with open(os.path.join(WORK, "bench.json"), "w") as f:
+        json.dump({"backends": []}, f)
+    rc, _, err = run(["plot", "--json", WORK + "/bench.json", "--out", WORK + "/p.pdf"])
+    one_error_line(rc, err, "a .png or .svg file", "plot to .pdf")
+    if importlib.util.find_spec("matplotlib") is None:
+        rc, _, err = run(["plot", "--json", WORK + "/bench.json", "--out", WORK + "/p.png"])
+        one_error_line(rc, err, "not installed: pip install matplotlib", "plot without matplotlib")
+
+    # Without PyTorch, every row says so (CI has none; skip where the test's Python has it).
+    if importlib.util.find_spec("torch") is None:
+        out = os.path.join(WORK, "no-torch")
+        rc, stdout, err = run(["gdn", "--inputs", inputs, "--out", out])
+        check(rc == 0, f"no torch: rc {rc}: {err}")
+        check(stdout == "", f"no torch: stdout is gdn-bench's, got {stdout!r}")
+        with open(os.path.join(out, "peers.json")) as f:
+            doc = json.load(f)
+        validate_peers(doc, "no torch")
+        check([r["backend"] for r in doc["rows"]] == ["fla", "flash_qla", "transformer_engine"],
+              "no torch: one row per backend, in order")
+        for r in doc["rows"]:
+            check(r["status"] == "unavailable" and
+                  r["reason"] == "not installed: pip install torch (no module 'torch')",
+                  f"no torch: {r['backend']}: {r.get('reason')!r}")
+
+    # PyTorch present (a stub package here) but not the peers' packages: each row names the
+    # package to install, per shape, with the versions found.
+    stub = os.path.join(WORK, "stub")
+    os.makedirs(os.path.join(stub, "torch"))
+    open(os.path.join(stub, "torch", "__init__.py"), "w").close()
+    second = os.path.join(WORK, "shape1")
+    write_inputs(second, name="qwen35_397b", B=1, T=4, Hk=1, Hv=4)
+    out = os.path.join(WORK, "stub-out")
+    rc, _, err = run(["gdn", "--inputs", inputs, "--inputs", second, "--out", out,
+                      "--backend", "flash_qla,fla,transformer_engine", "--modes", "fwd,fwdbwd",
+                      "--iters", "5"], {"PYTHONPATH": stub})
+    check(rc == 0, f"stub torch: rc {rc}: {err}")
+    with open(os.path.join(out, "peers.json")) as f:
+        doc = json.load(f)
+    validate_peers(doc, "stub torch")
+    check(doc["modes"] == ["fwd", "fwdbwd"] and doc["iters"] == 5, "stub torch: modes / iters")
+    rows = doc["rows"]
+    check([(r["backend"], r["shape"]["name"]) for r in rows] ==
+          [("flash_qla", "custom"), ("flash_qla", "qwen35_397b"), ("fla", "custom"),
+           ("fla", "qwen35_397b"), ("transformer_engine", "custom"),
+           ("transformer_engine", "qwen35_397b")], "stub torch: rows in --backend order, by shape")
+    hints = {"fla": ("fla", "pip install flash-linear-attention"),
+             "flash_qla": ("flash_qla", "pip install flash-qla"),
+             "transformer_engine": ("cudnn", "pip install nvidia-cudnn-frontend")}
+    for r in rows:
+        module, hint = hints[r["backend"]]
+        if importlib.util.find_spec(module) is None:
+            check(r["status"] == "unavailable" and
+                  r["reason"] == f"not installed: {hint} (no module '{module}')",
+                  f"stub torch: {r['backend']}: {r.get('reason')!r}")
+        check(r["shape"]["Hv"] == (2 if r["shape"]["name"] == "custom" else 4),
+              f"stub torch: {r['backend']}: the shape of its inputs")
+    check(f"{rows[0]['backend']}: not installed" in err, "stub torch: the reason on stderr too")
+
+    # A backend whose import fails: its worker reports the exception and exits before its turn;
+    # the driver still writes every row (a worker gone early once ended the driver).
+    broken = os.path.join(WORK, "broken")
+    os.makedirs(os.path.join(broken, "torch"))
+    os.makedirs(os.path.join(broken, "fla"))
+    with open(os.path.join(broken, "torch", "__init__.py"), "w") as f:
+        f.write("def device(name):\n    return name\n\n"
+                "class cuda:\n    @staticmethod\n    def get_device_capability():\n"
+                "        return (9, 0)\n")
+    with open(os.path.join(broken, "fla", "__init__.py"), "w") as f:
+        f.write("raise RuntimeError('stub fla: broken install')\n")
+    # cudnn fails a second later, so the fla workers are long gone when their turn comes.
+    os.makedirs(os.path.join(broken, "cudnn"))
+    with open(os.path.join(broken, "cudnn", "__init__.py"), "w") as f:
+        f.write("import time\ntime.sleep(1.5)\nraise RuntimeError('stub cudnn: broken install')\n")
+    out = os.path.join(WORK, "broken-out")
+    rc, _, err = run(["gdn", "--inputs", inputs, "--inputs", second, "--out", out,
+                      "--backend", "fla,transformer_engine"], {"PYTHONPATH": broken})
+    check(rc == 0, f"broken fla: rc {rc}: {err}")
+    try:
+        with open(os.path.join(out, "peers.json")) as f:
+            doc = json.load(f)
+    except OSError as e:
+        doc = {}
+        check(False, f"broken fla: no peers.json: {e}")
+    if doc:
+        validate_peers(doc, "broken fla")
+        for r in doc["rows"]:
+            stub = "fla" if r["backend"] == "fla" else "cudnn"
+            check(r["status"] == "error" and
+                  r["reason"] == f"RuntimeError: stub {stub}: broken install",
+                  f"broken {stub}: {r['shape']['name']}: {r.get('status')} {r.get('reason')!r}")
+        check(len(doc["rows"]) == 4, "broken fla: one row per backend and shape")
+
+    # A malformed peers.json fails the schema check (the check can fail).
+    before = len(FAILURES)
+    QUIET[0] = True
+    validate_peers({"schema": "x", "rows": [{"backend": "fla", "status": "maybe"}]}, "negative")
+    QUIET[0] = False
+    negative = FAILURES[before:]
+    del FAILURES[before:]
+    if not negative:
+        FAILURES.append("the schema check accepts a malformed document")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} failures", file=sys.stderr)
+        return 1
+    print("peers driver: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
