@@ -42,8 +42,9 @@ def main():
             sys.exit(f"build {args} failed: {r.stderr.decode(errors='replace')}")
         return r.stdout
 
+    # The goldens, one directory per profile (manifest.yaml beside them is check's, not a config).
     files = {p.relative_to(golden).as_posix(): p.read_bytes()
-             for p in sorted(golden.rglob("*.yaml"))}
+             for p in sorted(golden.glob("*/*.yaml"))}
     (work / "my base.yaml").write_bytes(files["pinned/qwen35_35b-gb300-bf16.yaml"])
     built = [
         ["qwen35_35b", "--gpu", "gb300", "env_vars.PYTORCH_CUDA_ALLOC_CONF='expandable_segments:"
@@ -51,7 +52,12 @@ def main():
         ["--base", "my base.yaml", "--pipeline", "precision{p=bf16},benchmark-common",
          "train.train_iters=7"],
         ["qwen35_397b@gb300:fp8mx", "--mcore", "gdn"],
+        # The files' overrides are in the header as tokens: it rebuilds without the file.
+        ["qwen3_30b@b200", "--overrides", "my overrides.yaml", "train.train_iters=7"],
     ]
+    (work / "my overrides.yaml").write_text(
+        "logger:\n  wandb_project: 'it''s $(x) `y` ;'\n  wandb_exp_name: a,b\n"
+        "train: {global_batch_size: 256}\n")
     for args in built:
         files[" ".join(args)] = build(args)
     # A --recipes-dir tree that differs from the built-in one: the header must name it.

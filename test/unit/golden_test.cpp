@@ -1,6 +1,7 @@
 // Golden files: every recipe x GPU x precision, compared byte for byte. UPDATE_GOLDENS=1
 // rewrites them; review the diff like code. A mismatch prints a unified diff and leaves the
 // received text in `<golden>.received`.
+#include "check/check.h"
 #include "helpers.h"
 #include "passes/invariants.h"
 
@@ -59,6 +60,21 @@ TEST_CASE("golden files: every recipe builds to its golden YAML byte for byte") 
       CHECK(expected.count(golden) == 1);
     }
   CHECK(expected.size() == 73 + 18);
+}
+
+// test/golden/manifest.yaml, which `qwen-recipe check` runs in CTest, lists these same goldens
+// with the same builds.
+TEST_CASE("golden files: the check manifest lists every golden and its build") {
+  const Manifest m = read_manifest((kGoldenDir / "manifest.yaml").string());
+  std::vector<std::string> listed, expected;
+  for (const GoldenEntry& e : m.entries)
+    listed.push_back(fs::path(e.golden_path).lexically_normal().string() + " " + e.request.recipe +
+                     " " + e.request.profile);
+  for (const Golden& g : goldens())
+    expected.push_back(g.path.lexically_normal().string() + " " + g.spec.id() + " " + g.profile);
+  std::sort(listed.begin(), listed.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(listed == expected);
 }
 
 TEST_CASE("building is deterministic: the same request twice gives the same bytes") {
