@@ -1,5 +1,6 @@
 #include "docs.h"
 
+#include "diff/diff.h"
 #include "passes/invariants.h"
 #include "passes/registry.h"
 
@@ -163,6 +164,54 @@ std::string recipes_markdown(const Catalog& catalog) {
            join(precisions) + " | " + r.source + " |\n";
   }
   return out;
+}
+
+std::string list_json(const std::string& what, const Catalog& catalog, const Schema& schema) {
+  auto str = [](const std::string& text) { return json_string(text); };
+  auto strings = [&](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& s : items)
+      out += (out.empty() ? "" : ", ") + str(s);
+    return "[" + out + "]";
+  };
+  std::vector<std::string> rows;
+  if (what == "recipes") {
+    for (const RecipeEntry& r : catalog.recipes()) {
+      std::vector<std::string> precisions;
+      for (const auto& [p, v] : r.precisions)
+        precisions.push_back(p);
+      rows.push_back("{\"model\": " + str(r.model) + ", \"gpu\": " + str(r.gpu) +
+                     ", \"num_gpus\": " + std::to_string(r.num_gpus) + ", \"precisions\": " +
+                     strings(precisions) + ", \"source\": " + str(r.source) + "}");
+    }
+  } else if (what == "gpus") {
+    for (const GpuInfo& g : catalog.gpus())
+      rows.push_back("{\"name\": " + str(g.name) + ", \"title\": " + str(g.title) +
+                     ", \"gpus_per_node\": " + std::to_string(g.gpus_per_node) + "}");
+  } else if (what == "passes") {
+    for (const PassInfo& p : pass_registry())
+      rows.push_back("{\"name\": " + str(p.name) + ", \"summary\": " + str(p.summary) + "}");
+    for (const NamedPipeline& n : named_pipelines())
+      rows.push_back("{\"name\": " + str(n.name) + ", \"summary\": " + str(n.summary) +
+                     ", \"expansion\": " + str(n.expansion) + "}");
+  } else if (what == "invariants") {
+    for (const InvariantInfo& i : invariant_registry())
+      rows.push_back("{\"name\": " + str(i.name) + ", \"when\": " +
+                     str(i.when == InvariantInfo::When::Always ? "always" : "final") +
+                     ", \"summary\": " + str(i.summary) + ", \"source\": " + str(i.source) + "}");
+  } else if (what == "profiles") {
+    for (const ProfileSpec& p : schema.profiles())
+      rows.push_back("{\"name\": " + str(p.name) +
+                     ", \"default\": " + (p.name == schema.default_profile() ? "true" : "false") +
+                     ", \"summary\": " + str(p.summary) + "}");
+  } else if (what == "precisions") {
+    for (const std::string& p : catalog.precisions())
+      rows.push_back(str(p));
+  }
+  std::string out = "{" + str(what) + ": [";
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    out += (i == 0 ? "\n  " : ",\n  ") + rows[i];
+  return out + (rows.empty() ? "]}\n" : "\n]}\n");
 }
 
 } // namespace qr

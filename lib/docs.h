@@ -2,6 +2,7 @@
 // drift from the code (a test compares them).
 #pragma once
 
+#include "config/schema.h"
 #include "recipes/catalog.h"
 
 #include <string>
@@ -15,5 +16,9 @@ std::string recipes_markdown(const Catalog& catalog);
 std::string passes_table();
 std::string recipes_table(const Catalog& catalog);
 std::string invariants_table();
+
+// `qwen-recipe list WHAT --format json`: {"WHAT": [...]}, one element a line, in the order the
+// table lists them; the fields of each kind are in docs/recipes.md ("list --format json").
+std::string list_json(const std::string& what, const Catalog& catalog, const Schema& schema);
 
 } // namespace qr

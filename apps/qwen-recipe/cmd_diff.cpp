@@ -11,12 +11,14 @@
 
 #include <memory>
 #include <optional>
+#include <tuple>
 
 namespace qr::cli {
 namespace {
 
 struct DiffOptions {
   std::string a, b, format = "human", profile;
+  std::string profile_a, profile_b; // --mcore-a, --mcore-b: one side's profile, over --mcore
   bool explain = false;
 };
 
@@ -123,8 +125,25 @@ int run_diff(const DiffOptions& o, const GlobalOptions& g) {
   if (o.a == "-" && o.b == "-")
     throw Error("only one operand can be '-' (standard input)");
   auto compiler = make_compiler(g);
-  const Operand a = load(*compiler, o.a, o.profile);
-  const Operand b = load(*compiler, o.b, o.profile);
+  for (const auto& [given, operand, flag] :
+       {std::tuple{&o.profile_a, &o.a, "--mcore-a"}, {&o.profile_b, &o.b, "--mcore-b"}})
+    if (!given->empty() && !is_recipe_spec(*operand))
+      throw Error(std::string(flag) + " names the profile a recipe spec is built with; '" +
+                  *operand + "' is a YAML file, whose profile is what it holds");
+  const std::string& default_profile = compiler->schema().default_profile();
+  const std::string& side_a = o.profile_a.empty() ? o.profile : o.profile_a;
+  const std::string& side_b = o.profile_b.empty() ? o.profile : o.profile_b;
+  const std::string profile_a = side_a.empty() ? default_profile : side_a;
+  const std::string profile_b = side_b.empty() ? default_profile : side_b;
+  Operand a = load(*compiler, o.a, side_a);
+  Operand b = load(*compiler, o.b, side_b);
+  // Across profiles, the labels say which side is which even for one recipe.
+  if (profile_a != profile_b) {
+    if (a.build)
+      a.label += " (--mcore " + profile_a + ")";
+    if (b.build)
+      b.label += " (--mcore " + profile_b + ")";
+  }
   if (o.explain && !a.build && !b.build)
     throw Error("diff --explain needs a recipe spec operand (such as qwen35_35b@gb300:fp8mx); "
                 "YAML files have no build history");
@@ -140,8 +159,13 @@ int run_diff(const DiffOptions& o, const GlobalOptions& g) {
   } else if (o.format == "unified") {
     out = unified_diff(to_yaml(a.root), to_yaml(b.root), a.label, b.label);
   } else if (o.format == "dotlist") {
-    const std::string profile =
-        o.profile.empty() ? compiler->schema().default_profile() : o.profile;
+    if (a.build && b.build && profile_a != profile_b)
+      throw Error("-o dotlist: overrides cannot change the Megatron-Core profile (A is built with "
+                  "--mcore " +
+                  profile_a + ", B with --mcore " + profile_b +
+                  "); give one profile, or another -o");
+    // The overrides are typed by the recipe side's profile (B's when both are recipes).
+    const std::string& profile = b.build ? profile_b : profile_a;
     for (const std::string& token : dotlist(diffs, section_defaults(compiler->schema(), profile)))
       out += token + "\n";
   } else {
@@ -171,10 +195,15 @@ void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& a
                 "name the pass or override that set each changed path (recipe specs)");
   cmd->add_option("--mcore", opts->profile,
                   "Megatron-Core profile for recipe specs: pinned (default) or gdn");
+  cmd->add_option("--mcore-a", opts->profile_a,
+                  "Megatron-Core profile for A alone (over --mcore), to see what a Megatron-Core "
+                  "upgrade changes: diff R R --mcore-a pinned --mcore-b gdn");
+  cmd->add_option("--mcore-b", opts->profile_b, "Megatron-Core profile for B alone (over --mcore)");
   cmd->footer("Examples:\n"
               "  qwen-recipe diff qwen35_35b@gb300:bf16 qwen35_35b@gb300:fp8mx --explain\n"
               "  qwen-recipe diff old.yaml new.yaml -o unified\n"
               "  qwen-recipe diff qwen35_397b@gb300 qwen35_397b@vr200 -o dotlist\n"
+              "  qwen-recipe diff qwen35_35b@gb300 qwen35_35b@gb300 --mcore-b gdn\n"
               "  qwen-recipe build qwen3_30b --gpu b200 | qwen-recipe diff - qwen3_30b@b200");
   cmd->fallthrough();
   cmd->callback(

@@ -13,6 +13,7 @@ namespace {
 struct ExplainOptions {
   std::vector<std::string> args; // RECIPE, then fields and overrides in any order
   RecipeOptions recipe;
+  std::string format = "human";
 };
 
 std::string shown(const std::optional<Value>& v) {
@@ -36,6 +37,10 @@ int run_explain(const ExplainOptions& o, const GlobalOptions& g) {
       fields.push_back(*it);
   const BuildResult r = compiler->build(req);
   const std::vector<FieldHistory> histories = explain_fields(*compiler, r, fields);
+  if (o.format == "json") {
+    write_output("", explain_json(r, histories));
+    return 0;
+  }
   const std::size_t n = histories.size();
   std::string out = r.recipe->id() + " (Megatron-Core profile " + r.config.profile() +
                     "): " + std::to_string(n) + (n == 1 ? " field" : " fields") +
@@ -68,6 +73,9 @@ void register_explain(CLI::App& app, GlobalOptions& global, std::function<int()>
                   "section names the fields under it that changed) and Hydra overrides; with no "
                   "FIELD, every field that differs from the model's base config");
   opts->recipe.add_to(cmd);
+  cmd->add_option("--format", opts->format,
+                  "human (default) or json (one object; schema in docs/explain.md)")
+      ->check(one_of({"human", "json"}));
   cmd->footer("Examples:\n"
               "  qwen-recipe explain qwen35_397b --gpu gb300 model.cuda_graph_impl\n"
               "  qwen-recipe explain qwen35_35b@gb300:fp8mx --mcore gdn model\n"

@@ -22,6 +22,7 @@ struct LaunchCliOptions {
   std::string format = "slurm", output, config;
   bool force = false, allow_waived = false;
   int nodes = 0;
+  std::vector<std::string> env_files, exports;
   LaunchOptions launch;
 };
 
@@ -147,6 +148,17 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   // The script names the config by its absolute path, so that it finds it wherever it is
   // submitted from (sbatch runs a copy of the script, from the submitting directory).
   o.launch.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
+  if (o.format == "torchrun" && (!o.launch.sbatch_args.empty() || !o.launch.srun_args.empty() ||
+                                 !o.launch.reservation.empty() || o.launch.segment != "auto"))
+    throw Error("--sbatch-arg, --srun-arg, --reservation and --segment are for Slurm: give them "
+                "with --format slurm or json, not torchrun");
+  for (const std::string& file : o.env_files) {
+    require_one_line(file, "--env-file");
+    const auto vars = parse_env_file(read_text_file(file, YamlLimits{}.max_bytes), file);
+    o.launch.site_env.insert(o.launch.site_env.end(), vars.begin(), vars.end());
+  }
+  for (const std::string& e : o.exports)
+    o.launch.site_env.push_back(parse_site_variable(e, "--export"));
   const LaunchPlan plan = plan_launch(r, o.launch);
   const std::string launch = o.format == "slurm"      ? slurm_script(plan, o.launch)
                              : o.format == "torchrun" ? torchrun_script(plan)
@@ -210,6 +222,27 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   cmd->add_option("--gpus-per-node", opts->launch.gpus_per_node,
                   "GPUs per node (default: 4 on gb300, gb200, vr200; 8 on b300, b200, h100)")
       ->check(positive_count());
+  cmd->add_option("--sbatch-arg", opts->launch.sbatch_args,
+                  "an extra #SBATCH option, --NAME or --NAME=VALUE (repeat), e.g. "
+                  "--sbatch-arg=--qos=high")
+      ->allow_extra_args(false);
+  cmd->add_option("--srun-arg", opts->launch.srun_args,
+                  "an extra srun argument, one word starting with '-' (repeat), e.g. "
+                  "--srun-arg=--cpu-bind=none")
+      ->allow_extra_args(false);
+  cmd->add_option("--reservation", opts->launch.reservation, "Slurm reservation (#SBATCH)");
+  cmd->add_option("--segment", opts->launch.segment,
+                  "#SBATCH --segment: auto (default: as Megatron-Bridge's Slurm executor on 4-GPU "
+                  "nodes, the job up to 18 nodes, else the largest divisor of the nodes up to 18), "
+                  "none, or a node count that divides the nodes");
+  cmd->add_option("--env-file", opts->env_files,
+                  "site variables to export, one KEY=VALUE a line ('#' lines and blank lines "
+                  "skipped; repeat), before --export")
+      ->allow_extra_args(false);
+  cmd->add_option("--export", opts->exports,
+                  "a site variable KEY=VALUE to export (repeat; a later one wins); set as given, "
+                  "over the job's environment and the recipe's env_vars")
+      ->allow_extra_args(false);
   cmd->add_option("--megatron-bridge", opts->launch.megatron_bridge,
                   "Megatron-Bridge checkout inside the container (default /opt/Megatron-Bridge)");
   cmd->footer("Examples:\n"

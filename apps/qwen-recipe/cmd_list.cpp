@@ -9,14 +9,18 @@ namespace qr::cli {
 namespace {
 
 struct ListOptions {
-  std::string what = "recipes";
+  std::string what = "recipes", format = "human";
   bool markdown = false;
 };
 
 int run_list(const ListOptions& o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
   std::string out;
-  if (o.what == "recipes") {
+  if (o.format == "json" && o.markdown)
+    throw Error("--markdown and --format json are two formats: give one");
+  if (o.format == "json") {
+    out = list_json(o.what, compiler->catalog(), compiler->schema());
+  } else if (o.what == "recipes") {
     out = o.markdown ? recipes_markdown(compiler->catalog()) : recipes_table(compiler->catalog());
   } else if (o.what == "passes") {
     out = o.markdown ? passes_markdown() : passes_table();
@@ -46,6 +50,9 @@ void register_list(CLI::App& app, GlobalOptions& global, std::function<int()>& a
       app.add_subcommand("list", "list recipes, gpus, passes, profiles, invariants or precisions");
   cmd->add_option("what", opts->what, "what to list (default: recipes)")
       ->check(one_of({"recipes", "gpus", "passes", "profiles", "invariants", "precisions"}));
+  cmd->add_option("--format", opts->format,
+                  "human (default: a table) or json ({\"WHAT\": [...]}, see docs/recipes.md)")
+      ->check(one_of({"human", "json"}));
   cmd->add_flag("--markdown", opts->markdown, "Markdown, as in docs/ (recipes and passes)");
   cmd->fallthrough(); // -v, -q and --recipes-dir also after the subcommand
   cmd->callback(

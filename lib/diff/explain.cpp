@@ -158,4 +158,26 @@ SectionDefaults section_defaults(const Schema& schema, std::string profile) {
   };
 }
 
+std::string explain_json(const BuildResult& result, const std::vector<FieldHistory>& histories) {
+  auto value = [](const char* key, const std::optional<Value>& v) {
+    return v ? ", " + json_string(key) + ": " + to_json(*v) : std::string();
+  };
+  std::string out = "{\"recipe\": " + json_string(result.recipe->id()) +
+                    ", \"profile\": " + json_string(result.config.profile()) + ", \"fields\": [";
+  for (std::size_t i = 0; i < histories.size(); ++i) {
+    const FieldHistory& h = histories[i];
+    out += (i == 0 ? "\n  " : ",\n  ") + std::string("{\"path\": ") + json_string(h.path) +
+           value("final", h.final) + value("base", h.base) +
+           ", \"base_origin\": " + json_string(h.base_origin) + ", \"steps\": [";
+    for (std::size_t j = 0; j < h.steps.size(); ++j) {
+      const FieldStep& st = h.steps[j];
+      out += (j == 0 ? "{" : ", {") + std::string("\"by\": ") + json_string(st.who) +
+             ", \"replacing\": " + json_string(st.via) + value("before", st.before) +
+             value("after", st.after) + "}";
+    }
+    out += "]}";
+  }
+  return out + (histories.empty() ? "]}\n" : "\n]}\n");
+}
+
 } // namespace qr

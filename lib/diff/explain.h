@@ -43,6 +43,10 @@ std::map<std::string, Value> leaves(const Value& root);
 std::vector<FieldHistory> explain_fields(const Compiler& compiler, const BuildResult& result,
                                          const std::vector<std::string>& fields);
 
+// `explain --format json`: {"recipe", "profile", "fields": [...]}, one field a line; a value that
+// is absent from its config (FieldHistory's empty optionals) has no key. Schema: docs/explain.md.
+std::string explain_json(const BuildResult& result, const std::vector<FieldHistory>& histories);
+
 // Section defaults for dotlist(): the schema's instance of each class in `profile`, read back
 // as PyYAML reads its YAML (as diff compares configs).
 SectionDefaults section_defaults(const Schema& schema, std::string profile);

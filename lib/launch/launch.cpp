@@ -68,6 +68,95 @@ std::string env_text(const Value& v) {
   return v.is_str() ? v.as_str() : to_flow_yaml(v);
 }
 
+bool is_shell_name(const std::string& name) {
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+// The #SBATCH options launch writes from its own flags: the same option in --sbatch-arg would
+// leave two values for one setting, so it is refused, naming the flag to use.
+const std::pair<const char*, const char*> kOwnSbatchOptions[] = {
+    {"job-name", "--job-name"},
+    {"nodes", "--nodes or --num-gpus"},
+    {"ntasks-per-node", "--gpus-per-node"},
+    {"gpus-per-node", "--gpus-per-node"},
+    {"account", "-A"},
+    {"partition", "-p"},
+    {"time", "-t"},
+    {"reservation", "--reservation"},
+    {"segment", "--segment"}};
+
+// An --sbatch-arg's option name (NAME of --NAME[=VALUE]), checked.
+std::string sbatch_arg_name(const std::string& arg) {
+  const std::string name =
+      arg.substr(0, arg.find('=')).substr(std::min<std::size_t>(2, arg.size()));
+  const bool long_option =
+      arg.starts_with("--") && !name.empty() && std::isalpha(static_cast<unsigned char>(name[0])) &&
+      std::all_of(name.begin(), name.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; });
+  if (!long_option)
+    throw Error("--sbatch-arg '" + escaped_for_message(arg) +
+                "' is not a long sbatch option: give --NAME or --NAME=VALUE (e.g. --qos=high)");
+  for (const auto& [own, flag] : kOwnSbatchOptions)
+    if (name == own)
+      throw Error("--sbatch-arg '" + escaped_for_message(arg) + "': launch writes --" + name +
+                  " itself; give " + flag + " instead");
+  return name;
+}
+
+// The #SBATCH line text of one --sbatch-arg.
+std::string sbatch_arg_line(const std::string& arg) {
+  const std::string name = sbatch_arg_name(arg);
+  const std::size_t eq = arg.find('=');
+  if (eq == std::string::npos)
+    return arg;
+  return "--" + name + "=" + sbatch_value(arg.substr(eq + 1), "--sbatch-arg --" + name);
+}
+
+bool has_sbatch_arg(const LaunchOptions& options, const std::string& name) {
+  return std::any_of(options.sbatch_args.begin(), options.sbatch_args.end(),
+                     [&](const std::string& a) { return sbatch_arg_name(a) == name; });
+}
+
+// The variables the scripts set themselves; a site variable of that name would change what runs.
+const char* const kScriptVariables[] = {"CONFIG", "MEGATRON_BRIDGE", "LOADER",
+                                        "NODES",  "MASTER_ADDR",     "MASTER_PORT"};
+
+// Megatron-Bridge's slurm_executor (scripts/performance/utils/executors.py) on 4-GPU (NVL72)
+// nodes: the whole job in one segment up to 18 nodes (one NVL72 rack), else the largest segment
+// of at most 18 nodes that divides the node count.
+int auto_segment(int nodes, int gpus_per_node) {
+  if (gpus_per_node != 4)
+    return 0;
+  if (nodes <= 18)
+    return nodes;
+  for (int candidate = 18; candidate > 1; --candidate)
+    if (nodes % candidate == 0)
+      return candidate;
+  return 1;
+}
+
+int segment_for(const std::string& text, int nodes, int gpus_per_node) {
+  if (text == "auto")
+    return auto_segment(nodes, gpus_per_node);
+  if (text == "none")
+    return 0;
+  const bool count =
+      !text.empty() && text.size() <= 6 && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      });
+  if (!count || std::stoi(text) == 0)
+    throw Error("--segment '" + escaped_for_message(text) +
+                "' is not auto, none or a positive node count");
+  const int segment = std::stoi(text);
+  if (nodes % segment != 0)
+    throw Error("--segment " + text + " does not divide the job's " + std::to_string(nodes) +
+                " nodes (Slurm allocates whole segments): give a divisor, auto or none");
+  return segment;
+}
+
 // The environment block shared by both scripts: the recipe's values are defaults, so a value
 // already in the job's environment wins, as in Megatron-Bridge's bootstrap.py (setdefault).
 std::string env_block(const LaunchPlan& plan) {
@@ -78,6 +167,12 @@ std::string env_block(const LaunchPlan& plan) {
   for (const Map::Entry* e : plan.env.sorted())
     out += "default_env " + e->first.text + " " +
            shell_word(env_text(e->second), "env_vars." + e->first.text) + "\n";
+  if (!plan.site_env.empty()) {
+    out += "\n# Site variables (--env-file, --export): set as given, over the job's environment "
+           "and\n# the recipe's values.\n";
+    for (const auto& [name, value] : plan.site_env)
+      out += "export " + name + "=" + shell_word(value, "--export " + name) + "\n";
+  }
   return out;
 }
 
@@ -110,6 +205,43 @@ std::string config_lines(const LaunchPlan& plan) {
 
 } // namespace
 
+std::pair<std::string, std::string> parse_site_variable(const std::string& text,
+                                                        const std::string& what) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos)
+    throw Error(what + " '" + escaped_for_message(text) + "' is not KEY=VALUE");
+  std::string name = text.substr(0, eq), value = text.substr(eq + 1);
+  if (!is_shell_name(name))
+    throw Error(what + " '" + escaped_for_message(text) + "': '" + escaped_for_message(name) +
+                "' is not a shell variable name (letters, digits and _, not first a digit)");
+  for (const char* own : kScriptVariables)
+    if (name == own)
+      throw Error(what + " '" + escaped_for_message(text) + "': " + name +
+                  " is set by the launch script itself");
+  require_one_line(value, what + " " + name);
+  return {std::move(name), std::move(value)};
+}
+
+std::vector<std::pair<std::string, std::string>> parse_env_file(const std::string& text,
+                                                                const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t start = 0;
+  for (int line = 1; start < text.size(); ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string content = text.substr(start, end - start);
+    start = end + 1;
+    if (content.ends_with('\r')) // a file written on Windows
+      content.pop_back();
+    const std::size_t first = content.find_first_not_of(" \t");
+    if (first == std::string::npos || content[first] == '#')
+      continue;
+    out.push_back(parse_site_variable(content, path + ":" + std::to_string(line)));
+  }
+  return out;
+}
+
 LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) {
   if (!result.recipe)
     throw Error("launch needs a recipe (its GPU count and GPU type pick the nodes)");
@@ -124,6 +256,29 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
                 " GPUs, which do not fill whole nodes of " + std::to_string(plan.gpus_per_node) +
                 " (--gpus-per-node)");
   plan.nodes = plan.num_gpus / plan.gpus_per_node;
+  plan.segment = segment_for(options.segment, plan.nodes, plan.gpus_per_node);
+  for (const std::string& a : options.sbatch_args)
+    sbatch_arg_line(a);
+  require_one_line(options.reservation, "--reservation");
+  for (const std::string& a : options.srun_args) {
+    require_one_line(a, "--srun-arg");
+    if (!a.starts_with("-"))
+      throw Error("--srun-arg '" + a +
+                  "' is not an srun option (srun would run it as the command): give options "
+                  "with their values as one word, --NAME=VALUE");
+    if (a.starts_with("--container-"))
+      throw Error("--srun-arg '" + a +
+                  "': launch writes srun's container options from --container-image and "
+                  "--container-mounts; give those instead");
+  }
+  for (const auto& [name, value] : options.site_env) {
+    const auto same = [&](const auto& e) { return e.first == name; };
+    if (auto at = std::find_if(plan.site_env.begin(), plan.site_env.end(), same);
+        at != plan.site_env.end())
+      at->second = value; // a later one wins, where the first one was
+    else
+      plan.site_env.emplace_back(name, value);
+  }
   plan.job_name = options.job_name.empty()
                       ? spec.model->name + "-" + spec.gpu->name + "-" + spec.precision
                       : options.job_name;
@@ -145,11 +300,7 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
     plan.env = env->as_map();
   for (const Map::Entry& e : plan.env) {
     const std::string& name = e.first.text;
-    const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                            std::all_of(name.begin(), name.end(), [](char c) {
-                              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                            });
-    if (!identifier)
+    if (!is_shell_name(name))
       throw Error("env_vars." + name + " is not a shell variable name; a launch cannot export it");
     if (!e.second.is_scalar() || e.second.is_null())
       throw Error("env_vars." + name + " is " + brief(e.second) +
@@ -201,13 +352,21 @@ std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
   sbatch("--nodes=" + std::to_string(plan.nodes));
   sbatch("--ntasks-per-node=" + std::to_string(plan.gpus_per_node));
   sbatch("--gpus-per-node=" + std::to_string(plan.gpus_per_node));
-  sbatch("--exclusive");
+  if (!has_sbatch_arg(options, "exclusive"))
+    sbatch("--exclusive");
   if (!options.account.empty())
     sbatch("--account=" + sbatch_value(options.account, "--account"));
   if (!options.partition.empty())
     sbatch("--partition=" + sbatch_value(options.partition, "--partition"));
+  if (!options.reservation.empty())
+    sbatch("--reservation=" + sbatch_value(options.reservation, "--reservation"));
+  if (plan.segment > 0)
+    sbatch("--segment=" + std::to_string(plan.segment));
   sbatch("--time=" + sbatch_value(options.time_limit, "--time"));
-  sbatch("--output=%x-%j.out");
+  if (!has_sbatch_arg(options, "output"))
+    sbatch("--output=%x-%j.out");
+  for (const std::string& a : options.sbatch_args)
+    sbatch(sbatch_arg_line(a));
   out += "\nset -euo pipefail\n\n" + config_lines(plan) + "\n" + env_block(plan) +
          "\n# torch.distributed rendezvous: the first node, and a port from the job id (Megatron-"
          "Bridge\n# reads ranks from SLURM_PROCID, SLURM_LOCALID and SLURM_NTASKS).\n"
@@ -217,6 +376,8 @@ std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
          "export MASTER_ADDR=\"${NODES[0]}\"\n"
          "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n\n" +
          loader_block() + "\n# One rank per GPU.\nsrun";
+  for (const std::string& a : options.srun_args)
+    out += " " + shell_word(a, "--srun-arg");
   if (!options.container_image.empty()) {
     std::string mounts;
     for (const std::string& m : options.container_mounts)
@@ -252,6 +413,9 @@ std::string launch_json(const LaunchPlan& plan, const LaunchOptions& options) {
       out += (out.size() > 1 ? ", " : "") + str(s);
     return out + "]";
   };
+  std::string site_env = "{";
+  for (const auto& [name, value] : plan.site_env)
+    site_env += (site_env.size() > 1 ? ", " : "") + str(name) + ": " + str(value);
   std::vector<std::string> argv{"python", "-c", kLoader, plan.megatron_bridge, plan.config_path};
   argv.insert(argv.end(), plan.entry_args.begin(), plan.entry_args.end());
   return "{\n  \"recipe\": " + str(plan.recipe) + ",\n  \"command\": " + str(plan.command) +
@@ -259,13 +423,18 @@ std::string launch_json(const LaunchPlan& plan, const LaunchOptions& options) {
          ",\n  \"num_gpus\": " + std::to_string(plan.num_gpus) +
          ",\n  \"gpus_per_node\": " + std::to_string(plan.gpus_per_node) +
          ",\n  \"nodes\": " + std::to_string(plan.nodes) +
-         ",\n  \"env\": " + to_json(Value(plan.env)) + ",\n  \"entry_point\": " +
+         ",\n  \"env\": " + to_json(Value(plan.env)) + ",\n  \"site_env\": " + site_env +
+         "},\n  \"entry_point\": " +
          str(plan.megatron_bridge + "/scripts/performance/run_script.py") +
          ",\n  \"entry_args\": " + list(plan.entry_args) + ",\n  \"argv\": " + list(argv) +
          ",\n  \"slurm\": {\"account\": " + str(options.account) +
          ", \"partition\": " + str(options.partition) + ", \"time\": " + str(options.time_limit) +
          ", \"container_image\": " + str(options.container_image) +
-         ", \"container_mounts\": " + list(options.container_mounts) + "}\n}\n";
+         ", \"container_mounts\": " + list(options.container_mounts) +
+         ", \"reservation\": " + str(options.reservation) +
+         ", \"segment\": " + (plan.segment > 0 ? std::to_string(plan.segment) : "null") +
+         ", \"sbatch_args\": " + list(options.sbatch_args) +
+         ", \"srun_args\": " + list(options.srun_args) + "}\n}\n";
 }
 
 } // namespace qr

@@ -22,6 +22,13 @@ struct LaunchOptions {
   std::string container_image; // empty: run on the host's Python
   std::vector<std::string> container_mounts;
   std::string megatron_bridge = "/opt/Megatron-Bridge"; // inside the container
+  // Cluster specifics (docs/launch.md): extra #SBATCH options (--NAME or --NAME=VALUE), extra
+  // srun arguments (each one word starting with '-'), the reservation, and the segment size:
+  // "auto" (Megatron-Bridge's rule on 4-GPU nodes), "none", or a node count.
+  std::vector<std::string> sbatch_args, srun_args;
+  std::string reservation, segment = "auto";
+  // Site variables (--env-file, then --export, in order; a later one wins), exported as given.
+  std::vector<std::pair<std::string, std::string>> site_env;
 };
 
 struct LaunchPlan {
@@ -30,7 +37,19 @@ struct LaunchPlan {
   std::string job_name, config_path, megatron_bridge, command; // command: qwen-recipe build ...
   Map env;                                                     // the recipe's env_vars
   std::vector<std::string> entry_args; // run_script.py's recipe selection flags
+  int segment = 0;                     // #SBATCH --segment; 0: none
+  std::vector<std::pair<std::string, std::string>> site_env; // one entry per name, in order
 };
+
+// One `KEY=VALUE` site variable (`what` names it in errors: "--export", "FILE:LINE"). The name is
+// a shell variable name; the value is taken literally, as sbatch --export and docker --env-file
+// take it, and must be one printable line.
+std::pair<std::string, std::string> parse_site_variable(const std::string& text,
+                                                        const std::string& what);
+// An env file's variables: one KEY=VALUE a line; blank lines and lines starting with '#' are
+// skipped. Errors name `path` and the line.
+std::vector<std::pair<std::string, std::string>> parse_env_file(const std::string& text,
+                                                                const std::string& path);
 
 // Throws qr::Error when the build has no recipe or its GPUs do not fill whole nodes. Every
 // user-given text reaches the scripts as a shell word (shell_word) and, where it lands in a

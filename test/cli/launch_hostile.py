@@ -4,7 +4,8 @@
 Each case builds a launch (Slurm and torchrun) or a config with one hostile value (line breaks
 LF, CR, NEL, U+2028, U+2029; NUL; quotes; $(...); backquotes; `;`; a leading `-`; blanks) in one
 field: --job-name, -A, -p, -t, -o, --config, --container-image, --container-mounts,
---megatron-bridge, an env value (raw in the override, and as a YAML escape that puts the byte in
+--megatron-bridge, --reservation, --sbatch-arg, --srun-arg, --segment, a site variable (--export
+and an --env-file line), an env value (raw in the override, and as a YAML escape that puts the byte in
 the value itself), and a model key of a --recipes-dir catalogue; invalid UTF-8 in every option of
 --format json. Then either:
 
@@ -216,8 +217,10 @@ class Env:
         got = json.loads(result.read_text())
         if got["recipe"] != str(config.resolve()):
             self.fail(case, f"{fmt}: config {got['recipe']!r}, want {str(config.resolve())!r}")
-        if got["FOO"] != want.get("FOO"):
-            self.fail(case, f"{fmt}: FOO={got['FOO']!r}, want {want.get('FOO')!r}")
+        # A site variable (--export, --env-file) reaches the entry point, not the YAML.
+        foo = want.get("site", want.get("FOO"))
+        if got["FOO"] != foo:
+            self.fail(case, f"{fmt}: FOO={got['FOO']!r}, want {foo!r}")
         if fmt == "slurm":
             opts = json.loads(sbatch.read_text())
             for opt, value in want.get("sbatch", {}).items():
@@ -261,12 +264,28 @@ def main():
                 shutil.copytree(e.bridge, bridge)
             e.run_case(f"bridge-{name}", recipe + ["--megatron-bridge", str(bridge)], fmt,
                        {"bridge": True, "must_refuse": breaks})
+            # Site variables: on the command line and as a line of an env file (kept outside
+            # the work directory, which a refusal must leave empty).
+            e.run_case(f"export-{name}", recipe + ["--export", "FOO=" + v], fmt,
+                       {"site": v, "must_refuse": breaks})
+            env_file = root / "launch-hostile" / "env-files" / f"{name}.env"
+            env_file.parent.mkdir(parents=True, exist_ok=True)
+            env_file.write_text(f"# site\nFOO={v}\n", encoding="utf-8")
+            e.run_case(f"env-file-{name}", recipe + ["--env-file", str(env_file)], fmt,
+                       {"site": v, "must_refuse": breaks})
         e.run_case(f"jobname-{name}", recipe + ["--job-name", v], "slurm",
                    {"sbatch": {"--job-name": v}, "must_refuse": breaks})
         for opt in ("-A", "-p", "-t"):
             long = {"-A": "--account", "-p": "--partition", "-t": "--time"}[opt]
             e.run_case(f"sbatch{opt}-{name}", recipe + [opt, v], "slurm",
                        {"sbatch": {long: v}, "must_refuse": breaks})
+        e.run_case(f"reservation-{name}", recipe + ["--reservation", v], "slurm",
+                   {"sbatch": {"--reservation": v}, "must_refuse": breaks})
+        e.run_case(f"sbatch-arg-{name}", recipe + ["--sbatch-arg=--comment=" + v], "slurm",
+                   {"sbatch": {"--comment": v}, "must_refuse": breaks})
+        e.run_case(f"srun-arg-{name}", recipe + ["--srun-arg=--comment=" + v], "slurm",
+                   {"srun": ["--comment=" + v], "must_refuse": breaks})
+        e.run_case(f"segment-{name}", recipe + ["--segment", v], "slurm", {"must_refuse": True})
         e.run_case(f"image-{name}", recipe + ["--container-image", v], "slurm",
                    {"srun": ["--container-image=" + v], "must_refuse": breaks})
         if "," not in v:
@@ -282,6 +301,10 @@ def main():
     for opt in ("--job-name", "-A", "-p", "-t", "--container-image", "--container-mounts",
                 "--megatron-bridge", "--config"):
         e.run_case(f"invalid-utf8{opt}", recipe + [opt, "a\udcffb"], "json", {"must_refuse": True})
+    for arg in ("--reservation=a\udcffb", "--sbatch-arg=--comment=a\udcffb",
+                "--srun-arg=--comment=a\udcffb", "--export=FOO=a\udcffb"):
+        e.run_case(f"invalid-utf8{arg.split('=')[0]}", recipe + [arg], "json",
+                   {"must_refuse": True})
     # A model key of a --recipes-dir catalogue.
     for name, v in PAYLOADS.items():
         tree = root / "launch-hostile" / "recipes" / name
