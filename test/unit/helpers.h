@@ -1,9 +1,9 @@
 // Shared test helpers: one compiler over the built-in recipes, and short ways to build.
 #pragma once
 
-#include "compile.h"
-#include "config/error.h"
-#include "config/yaml_write.h"
+#include "compile/compile.h"
+#include "support/error.h"
+#include "yaml/yaml_write.h"
 
 #include <catch2/catch.hpp>
 #include <string>

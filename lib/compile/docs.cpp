@@ -1,4 +1,4 @@
-#include "docs.h"
+#include "compile/docs.h"
 
 #include "passes/invariants.h"
 #include "passes/registry.h"
