@@ -10,7 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
-#include <spdlog/details/null_mutex.h>
+#include <mutex>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -32,8 +32,8 @@ HeldLogs& held() {
   return h;
 }
 
-// Writes each message to stderr, or to what is held.
-class StderrSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+// Writes each message to stderr, or to what is held. Locked: check builds in threads.
+class StderrSink : public spdlog::sinks::base_sink<std::mutex> {
 protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t line;

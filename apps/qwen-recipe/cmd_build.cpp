@@ -16,6 +16,7 @@ struct BuildOptions {
   std::vector<std::string> args; // RECIPE then overrides (only overrides with --base)
   RecipeOptions recipe;
   std::string pipeline, base, output, env;
+  std::vector<std::string> override_files;
   std::optional<std::int64_t> num_gpus;
   bool print_pipeline = false, print_after_all = false, no_header = false;
 };
@@ -56,6 +57,7 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   if (it != o.args.end() &&
       (o.base.empty() || (it->find('=') == std::string::npos && !it->starts_with("~"))))
     req.recipe = *it++;
+  req.override_files = o.override_files;
   req.overrides.assign(it, o.args.end());
   if (o.print_pipeline) {
     const BuildResult r = compiler->prepare(req);
@@ -93,6 +95,11 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
                   "replace the recipe's pipeline, e.g. 'precision{p=bf16},qwen35-vl-common,...'");
   cmd->add_option("--base", opts->base,
                   "start from this YAML config instead of a recipe (needs --pipeline)");
+  cmd->add_option("--overrides", opts->override_files,
+                  "Hydra overrides from a YAML file: a list of overrides, or a mapping of the "
+                  "fields to set (train: {global_batch_size: 256}); repeatable, applied in order "
+                  "before the command line's")
+      ->allow_extra_args(false);
   cmd->add_option("-o,--output", opts->output,
                   "write the YAML here (atomically) instead of standard output");
   cmd->add_flag("--print-pipeline", opts->print_pipeline,

@@ -3,12 +3,12 @@
 #include "commands.h"
 #include "compile/operands.h"
 #include "diff/diff.h"
+#include "diff/human.h"
 #include "explain/explain.h"
 #include "support/error.h"
 #include "yaml/yaml_read.h"
 #include "yaml/yaml_write.h"
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -51,48 +51,6 @@ std::string count_of(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-bool structured(const Value& v) {
-  if (v.is_map())
-    return !v.as_map().empty() && !is_atomic_map(v);
-  return v.is_list() && std::any_of(v.as_list().begin(), v.as_list().end(), structured);
-}
-
-// A value after a "- " or "+ " marker: one line when it has no nested structure, else YAML-like
-// block lines continuing at `indent`.
-void block(const Value& v, const std::string& indent, std::string& out) {
-  if (!structured(v)) {
-    out += show(v) + "\n";
-    return;
-  }
-  bool first = true;
-  auto next = [&] {
-    if (!first)
-      out += indent;
-    first = false;
-  };
-  if (v.is_list()) {
-    for (const Value& item : v.as_list()) {
-      next();
-      out += "- ";
-      block(item, indent + "  ", out);
-    }
-    return;
-  }
-  for (const Map::Entry* e : v.as_map().sorted()) {
-    next();
-    out +=
-        to_flow_yaml(e->first.integer ? Value(static_cast<std::int64_t>(std::stoll(e->first.text)))
-                                      : Value(e->first.text)) +
-        ":";
-    if (structured(e->second)) {
-      out += "\n" + indent + "  ";
-      block(e->second, indent + "  ", out);
-    } else {
-      out += " " + show(e->second) + "\n";
-    }
-  }
-}
-
 std::string explain_line(const Difference& d, const Operand& a, const Operand& b) {
   std::string out;
   for (const auto& [tag, op] : {std::pair{"A", &a}, std::pair{"B", &b}}) {
@@ -100,67 +58,6 @@ std::string explain_line(const Difference& d, const Operand& a, const Operand& b
       continue;
     const std::string who = last_writer(*op->build, d.path());
     out += std::string(out.empty() ? "" : "; ") + tag + ": " + (who.empty() ? "base config" : who);
-  }
-  return out;
-}
-
-std::string human(const std::vector<Difference>& diffs, const Operand& a, const Operand& b,
-                  bool explain) {
-  std::string out =
-      "between " + a.label + "\n    and " + b.label + "\nreturned " +
-      (diffs.empty() ? "no differences" : count_of(diffs.size(), "difference", "differences")) +
-      "\n";
-  std::string section = "\x01"; // no section yet
-  for (const Difference& d : diffs) {
-    if (d.section() != section) {
-      section = d.section();
-      std::size_t n = 0;
-      for (const Difference& e : diffs)
-        n += e.section() == section;
-      out += "\n[" + (section.empty() ? std::string("(root level)") : section) + "] " +
-             count_of(n, "difference", "differences") + "\n";
-    }
-    out += "\n" + (d.keys.empty() ? std::string("(root level)") : d.path()) + "\n";
-    for (const Detail& det : d.details) {
-      switch (det.kind) {
-      case Detail::Kind::ValueChange:
-      case Detail::Kind::TypeChange:
-      case Detail::Kind::OrderChange:
-        out += det.kind == Detail::Kind::ValueChange ? "  ± value change\n"
-               : det.kind == Detail::Kind::OrderChange
-                   ? "  ⇆ order changed\n"
-                   : "  ± type change from " + std::string(kind_name(det.from)) + " to " +
-                         std::string(kind_name(det.to)) + "\n";
-        out += "    - ";
-        block(det.from, "      ", out);
-        out += "    + ";
-        block(det.to, "      ", out);
-        break;
-      case Detail::Kind::ClassChange:
-        out += "  ± class change\n    - " + std::string(det.from.target()) + "\n    + " +
-               std::string(det.to.target()) + "\n";
-        break;
-      case Detail::Kind::EntriesAdded:
-      case Detail::Kind::EntriesRemoved:
-        out += det.kind == Detail::Kind::EntriesAdded ? "  + " : "  - ";
-        out += count_of(det.entries.size(), "map entry", "map entries") +
-               (det.kind == Detail::Kind::EntriesAdded ? " added:\n" : " removed:\n") + "    ";
-        block(Value(det.entries), "    ", out);
-        break;
-      case Detail::Kind::ItemsAdded:
-      case Detail::Kind::ItemsRemoved:
-        out += det.kind == Detail::Kind::ItemsAdded ? "  + " : "  - ";
-        out += count_of(det.items.size(), "list entry", "list entries") +
-               (det.kind == Detail::Kind::ItemsAdded ? " added:\n" : " removed:\n");
-        for (const Value& item : det.items) {
-          out += "    - ";
-          block(item, "      ", out);
-        }
-        break;
-      }
-    }
-    if (explain)
-      out += "  set by: " + explain_line(d, a, b) + "\n";
   }
   return out;
 }
@@ -187,9 +84,6 @@ std::string brief(const std::vector<Difference>& diffs, const Operand& a, const 
 
 std::string json(const std::vector<Difference>& diffs, const Operand& a, const Operand& b,
                  bool explain) {
-  static const char* const kinds[] = {"value",           "type",        "entries-added",
-                                      "entries-removed", "items-added", "items-removed",
-                                      "order",           "class"};
   std::string out = "{\"a\": " + json_string(a.label) + ", \"b\": " + json_string(b.label) +
                     ", \"differences\": [";
   bool first = true;
@@ -198,7 +92,7 @@ std::string json(const std::vector<Difference>& diffs, const Operand& a, const O
       out += first ? "\n  " : ",\n  ";
       first = false;
       out += "{\"path\": " + json_string(d.path()) + ", \"section\": " + json_string(d.section()) +
-             ", \"change\": \"" + kinds[static_cast<int>(det.kind)] + "\"";
+             ", \"change\": \"" + change_name(det.kind) + "\"";
       if (det.kind == Detail::Kind::EntriesAdded || det.kind == Detail::Kind::EntriesRemoved)
         out += ", \"entries\": " + to_json(Value(det.entries));
       else if (det.kind == Detail::Kind::ItemsAdded || det.kind == Detail::Kind::ItemsRemoved)
@@ -237,7 +131,10 @@ int run_diff(const DiffOptions& o, const GlobalOptions& g) {
   const std::vector<Difference> diffs = diff_values(a.root, b.root);
   std::string out;
   if (o.format == "human") {
-    out = human(diffs, a, b, o.explain);
+    out = human_diff(diffs, a.label, b.label,
+                     o.explain ? std::function<std::string(const Difference&)>(
+                                     [&](const Difference& d) { return explain_line(d, a, b); })
+                               : nullptr);
   } else if (o.format == "brief") {
     out = brief(diffs, a, b);
   } else if (o.format == "unified") {

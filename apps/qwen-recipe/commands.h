@@ -68,6 +68,7 @@ inline CLI::Validator one_of(std::vector<std::string> choices) {
       list);
 }
 
+void register_check(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_completion(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& action);
 void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& action);

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", QR_VERSION);
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 success, 1 differences found (diff), 2 error.\n"
+      "Exit codes: 0 success, 1 differences found (diff, check), 2 error.\n"
       "Examples:\n"
       "  qwen-recipe build qwen35_397b --gpu gb300 > cfg.yaml\n"
       "  qwen-recipe build qwen35_35b --gpu gb200 --precision fp8mx train.micro_batch_size=2\n"
@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   qr::cli::register_validate(app, global, action);
   qr::cli::register_launch(app, global, action);
   qr::cli::register_completion(app, global, action);
+  qr::cli::register_check(app, global, action);
 
   try {
     app.parse(argc, argv);

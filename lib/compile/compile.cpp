@@ -1,5 +1,6 @@
 #include "compile/compile.h"
 
+#include "overrides/overrides_file.h"
 #include "passes/invariants.h"
 #include "support/error.h"
 #include "support/script_text.h"
@@ -93,6 +94,12 @@ BuildResult Compiler::prepare(const BuildRequest& req) const {
   if (!req.pipeline_text.empty())
     command += " --pipeline " + command_word(pipeline.text(), "--pipeline");
   std::vector<Override> overrides;
+  // The files' overrides go into the command as tokens: it reproduces the build without them.
+  for (const std::string& file : req.override_files)
+    for (Override& o : read_overrides_file(file)) {
+      command.append(" ").append(command_word(to_token(o), "override in " + o.origin));
+      overrides.push_back(std::move(o));
+    }
   for (const std::string& token : req.overrides) {
     overrides.push_back(parse_override(token));
     command.append(" ").append(

@@ -21,6 +21,7 @@ struct BuildRequest {
   std::string base_file;     // a user's own base YAML instead of a recipe
   std::string pipeline_text; // replaces the recipe's pipeline when set
   std::string profile;       // Megatron-Core profile; empty: the schema's default
+  std::vector<std::string> override_files; // overrides files, applied in order before `overrides`
   std::vector<std::string> overrides;
 };
 

@@ -88,7 +88,9 @@ std::string to_token(const Override& o) {
   return prefix + o.key + (o.has_value ? "=" + o.value : "");
 }
 
-void apply_override(Config& config, const Override& o) {
+namespace {
+
+void apply_here(Config& config, const Override& o) {
   std::string why;
   const auto ref = config.resolve(o.key, &why);
   if (!ref) {
@@ -129,6 +131,18 @@ void apply_override(Config& config, const Override& o) {
     }
     config.erase(o.key);
     return;
+  }
+}
+
+} // namespace
+
+void apply_override(Config& config, const Override& o) {
+  if (o.origin.empty())
+    return apply_here(config, o);
+  try {
+    apply_here(config, o);
+  } catch (const Error& e) {
+    throw Error(o.origin + ": " + e.what());
   }
 }
 

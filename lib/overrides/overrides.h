@@ -20,13 +20,15 @@ struct Override {
   std::string key;
   std::string value; // YAML text; empty with has_value=false for a bare ~key
   bool has_value = false;
-  std::string token; // as given, for messages
+  std::string token;  // as given, for messages
+  std::string origin; // "file:line:col" of an overrides file's entry; empty from the command line
 };
 
 // Parses one token; throws qr::Error naming the token and what is wrong with it.
 Override parse_override(std::string_view token);
 
-// Applies overrides in order, each typed and checked against the schema.
+// Applies overrides in order, each typed and checked against the schema; errors start with the
+// override's origin when it has one.
 void apply_override(Config& config, const Override& o);
 
 // The canonical token for an override (`a.b=1`, `+c=x`, `~d`).

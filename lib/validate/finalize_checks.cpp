@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <set>
 
 namespace qr::check_kit {
@@ -185,7 +186,11 @@ const NamedPrecision* find_named_precision(std::string name) {
 
 // The MixedPrecisionConfig a named recipe builds, as a section (null for an unknown name).
 const Value* named_precision_section(const Config& c, const std::string& name) {
+  // `check` validates entries in threads: the cache is shared. Entries are never erased, so the
+  // pointers handed out stay valid.
+  static std::mutex lock;
   static std::map<std::string, Value> built;
+  const std::lock_guard<std::mutex> hold(lock);
   const std::string key = name + "@" + c.profile();
   if (auto it = built.find(key); it != built.end())
     return &it->second;
@@ -325,18 +330,21 @@ std::set<std::string> names_in(const Value* v) {
     return out;
   if (v->is_str())
     out.insert(v->as_str());
-  if (v->is_list())
-    for (const Value& item : v->as_list())
+  if (v->is_list()) {
+    for (const Value& item : v->as_list()) {
       if (item.is_str())
         out.insert(item.as_str());
       else if (item.is_map() && item.as_map().find("_name_") != nullptr &&
                item.as_map().find("_name_")->is_str())
         out.insert(item.as_map().find("_name_")->as_str());
+    }
+  }
   return out;
 }
 
 // Collects "problem (source)" lines.
 struct Problems {
+  explicit Problems(const char* upstream_source) : source(upstream_source) {}
   const char* source;
   Outcome out;
   void add(const std::string& what) { out.problems.push_back(what + " (" + source + ")"); }

@@ -1,14 +1,14 @@
 // Golden files: every recipe x GPU x precision, compared byte for byte. UPDATE_GOLDENS=1
-// rewrites them; review the diff like code.
+// rewrites them; review the diff like code. A mismatch prints a unified diff and leaves the
+// received text in `<golden>.received`.
+#include "check/check.h"
 #include "helpers.h"
 #include "passes/invariants.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 using namespace qr;
 using qr::test::compiler;
@@ -17,13 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kGoldenDir = fs::path(QR_SOURCE_DIR) / "test" / "golden";
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct Golden {
   RecipeSpec spec;
@@ -51,28 +44,37 @@ BuildResult build_golden(const Golden& g) {
 } // namespace
 
 TEST_CASE("golden files: every recipe builds to its golden YAML byte for byte") {
-  const bool update =
-      std::getenv("UPDATE_GOLDENS") != nullptr && std::string(std::getenv("UPDATE_GOLDENS")) == "1";
   std::set<fs::path> expected;
   for (const Golden& g : goldens()) {
-    CAPTURE(g.path.string());
     expected.insert(g.path);
-    const std::string yaml = emit_config(build_golden(g));
-    if (update) {
-      fs::create_directories(g.path.parent_path());
-      std::ofstream(g.path, std::ios::binary) << yaml;
-      continue;
-    }
-    REQUIRE(fs::exists(g.path));
-    CHECK(yaml == read_file(g.path));
+    qr::test::check_golden(g.path, emit_config(build_golden(g)),
+                           g.spec.id() + " --mcore " + g.profile);
   }
-  // No golden left behind by a recipe that no longer exists.
+  // No golden (nor received file) left behind by a recipe that no longer exists.
   for (const auto& dir : {kGoldenDir / "pinned", kGoldenDir / "gdn"})
     for (const auto& entry : fs::directory_iterator(dir)) {
       CAPTURE(entry.path().string());
-      CHECK(expected.count(entry.path()) == 1);
+      fs::path golden = entry.path();
+      if (golden.extension() == ".received")
+        golden.replace_extension();
+      CHECK(expected.count(golden) == 1);
     }
   CHECK(expected.size() == 73 + 18);
+}
+
+// test/golden/manifest.yaml, which `qwen-recipe check` runs in CTest, lists these same goldens
+// with the same builds.
+TEST_CASE("golden files: the check manifest lists every golden and its build") {
+  const Manifest m = read_manifest((kGoldenDir / "manifest.yaml").string());
+  std::vector<std::string> listed, expected;
+  for (const GoldenEntry& e : m.entries)
+    listed.push_back(fs::path(e.golden_path).lexically_normal().string() + " " + e.request.recipe +
+                     " " + e.request.profile);
+  for (const Golden& g : goldens())
+    expected.push_back(g.path.lexically_normal().string() + " " + g.spec.id() + " " + g.profile);
+  std::sort(listed.begin(), listed.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(listed == expected);
 }
 
 TEST_CASE("building is deterministic: the same request twice gives the same bytes") {
