@@ -4,7 +4,7 @@
 //   all        every recipe x GPU x precision, built and emitted
 //   process    a whole `qwen-recipe build qwen35_397b --gpu gb300` run, exec to exit
 // Usage: qr-compile-bench [PATH-TO-qwen-recipe] [--reps N]
-#include "compile.h"
+#include "compile/compile.h"
 
 #include <algorithm>
 #include <chrono>

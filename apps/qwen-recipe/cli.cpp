@@ -1,6 +1,6 @@
 #include "cli.h"
 
-#include "config/error.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <cerrno>

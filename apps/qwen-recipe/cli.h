@@ -1,7 +1,7 @@
 // Shared pieces of the subcommands: logging set-up, the compiler, atomic output.
 #pragma once
 
-#include "compile.h"
+#include "compile/compile.h"
 #include "validate/validate.h"
 
 #include <memory>

@@ -1,7 +1,7 @@
 // qwen-recipe build: recipe -> pipeline -> overrides -> invariants -> YAML on stdout (or -o).
 #include "commands.h"
-#include "config/error.h"
-#include "config/yaml_write.h"
+#include "support/error.h"
+#include "yaml/yaml_write.h"
 
 #include <cstdint>
 #include <cstdio>

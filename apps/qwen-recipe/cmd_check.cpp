@@ -2,7 +2,7 @@
 // golden byte for byte. Exit 0 all match, 1 any mismatch, 2 any error (nothing written then).
 #include "check/check.h"
 #include "commands.h"
-#include "config/error.h"
+#include "support/error.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,13 +1,13 @@
 // qwen-recipe diff A B: a semantic diff of two configs (files, '-' or recipe specs), in dyff's
 // layout or as brief, unified, dotlist or JSON output. Exit 0 same, 1 different, 2 error.
 #include "commands.h"
-#include "config/error.h"
-#include "config/yaml_read.h"
-#include "config/yaml_write.h"
+#include "compile/operands.h"
 #include "diff/diff.h"
-#include "diff/explain.h"
 #include "diff/human.h"
-#include "operands.h"
+#include "explain/explain.h"
+#include "support/error.h"
+#include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <memory>
 #include <optional>

@@ -1,9 +1,9 @@
 // qwen-recipe explain RECIPE --gpu G [FIELD...] [OVERRIDES...]: for each field, the final value,
 // the base value, and every pass or override that changed it, in order.
 #include "commands.h"
-#include "config/error.h"
 #include "diff/diff.h"
-#include "diff/explain.h"
+#include "explain/explain.h"
+#include "support/error.h"
 
 #include <memory>
 

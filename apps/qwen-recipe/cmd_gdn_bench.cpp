@@ -2,7 +2,7 @@
 // compiled recipes. Every argument goes to the bench; `--recipe MODEL[@GPU[:PRECISION]]` is
 // resolved here (GPU defaults to gb300, whose recipes the GDN backend choice is about).
 #include "commands.h"
-#include "config/error.h"
+#include "support/error.h"
 
 #include <iostream>
 #include <memory>

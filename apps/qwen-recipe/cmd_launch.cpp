@@ -1,12 +1,12 @@
 // qwen-recipe launch RECIPE --gpu G [OVERRIDES...]: builds and checks the config, writes it, and
 // prints (or writes) the Slurm batch script, torchrun script or JSON that runs it.
 #include "commands.h"
-#include "config/error.h"
-#include "config/script_text.h"
-#include "config/yaml_read.h"
+#include "compile/operands.h"
 #include "launch/launch.h"
-#include "operands.h"
 #include "passes/invariants.h"
+#include "support/error.h"
+#include "support/script_text.h"
+#include "yaml/yaml_read.h"
 
 #include <algorithm>
 #include <filesystem>

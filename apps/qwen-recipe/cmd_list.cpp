@@ -1,7 +1,7 @@
 // qwen-recipe list [recipes|gpus|passes|profiles|invariants]: what the registries hold.
 #include "commands.h"
-#include "config/error.h"
-#include "docs.h"
+#include "compile/docs.h"
+#include "support/error.h"
 
 #include <memory>
 

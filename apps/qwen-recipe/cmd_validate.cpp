@@ -2,8 +2,8 @@
 // arithmetic, cuDNN GDN packages) on a config file, standard input or a recipe spec. The report
 // (text or JSON) goes to stdout; exit 2 on errors.
 #include "commands.h"
-#include "config/error.h"
-#include "operands.h"
+#include "compile/operands.h"
+#include "support/error.h"
 
 #include <cstdint>
 #include <memory>

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "cli.h"
-#include "config/suggest.h"
+#include "support/suggest.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

@@ -2,8 +2,8 @@
 // One try/catch here turns every error into `error: <message>` on stderr and exit code 2.
 #include "cli.h"
 #include "commands.h"
-#include "config/error.h"
-#include "config/suggest.h"
+#include "support/error.h"
+#include "support/suggest.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

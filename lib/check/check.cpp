@@ -1,11 +1,11 @@
 #include "check/check.h"
 
-#include "config/error.h"
-#include "config/suggest.h"
-#include "config/utf8.h"
-#include "config/yaml_read.h"
 #include "diff/human.h"
+#include "support/error.h"
+#include "support/suggest.h"
+#include "support/utf8.h"
 #include "validate/validate.h"
+#include "yaml/yaml_read.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 #include "config/config.h"
 
-#include "config/error.h"
-#include "config/suggest.h"
+#include "support/error.h"
+#include "support/suggest.h"
 
 namespace qr {
 

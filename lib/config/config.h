@@ -3,8 +3,8 @@
 // recorded with the step that made it, which is what `explain` and `--print-after-all` read.
 #pragma once
 
-#include "config/schema.h"
-#include "config/value.h"
+#include "schema/schema.h"
+#include "yaml/value.h"
 
 #include <memory>
 #include <optional>

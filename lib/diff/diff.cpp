@@ -1,6 +1,6 @@
 #include "diff/diff.h"
 
-#include "config/yaml_write.h"
+#include "yaml/yaml_write.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 // are maps with a key that a Hydra override could not name: the dotlist replaces them whole.
 #pragma once
 
-#include "config/value.h"
+#include "yaml/value.h"
 
 #include <functional>
 #include <optional>

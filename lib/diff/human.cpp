@@ -1,6 +1,6 @@
 #include "diff/human.h"
 
-#include "config/yaml_write.h"
+#include "yaml/yaml_write.h"
 
 #include <algorithm>
 #include <cstdint>

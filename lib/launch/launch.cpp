@@ -1,10 +1,10 @@
 #include "launch/launch.h"
 
-#include "config/error.h"
-#include "config/script_text.h"
-#include "config/yaml_write.h"
 #include "diff/diff.h"
 #include "passes/invariants.h"
+#include "support/error.h"
+#include "support/script_text.h"
+#include "yaml/yaml_write.h"
 
 #include <algorithm>
 

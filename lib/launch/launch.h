@@ -4,7 +4,7 @@
 // and every assumption made about it: docs/launch.md.
 #pragma once
 
-#include "compile.h"
+#include "compile/compile.h"
 #include "validate/validate.h"
 
 #include <string>

@@ -1,7 +1,7 @@
 #include "overrides/overrides.h"
 
-#include "config/error.h"
-#include "config/yaml_write.h"
+#include "support/error.h"
+#include "yaml/yaml_write.h"
 
 namespace qr {
 namespace {

@@ -1,7 +1,7 @@
 // The shared helpers every Qwen-VL perf recipe runs: the null tokenizer, the Qwen3.5 and
 // Qwen3-VL common settings, and benchmark-common.
-#include "config/error.h"
 #include "passes/registry.h"
+#include "support/error.h"
 
 #include <algorithm>
 

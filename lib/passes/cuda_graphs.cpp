@@ -1,8 +1,8 @@
 // CUDA-graph passes: recipe-level graph writes, qwen35-vl-post (which undoes them), the
 // GDN branch's partial graphs, and Qwen3-VL's finalize.
-#include "config/error.h"
 #include "passes/cuda_graph_names.h"
 #include "passes/registry.h"
+#include "support/error.h"
 
 namespace qr {
 namespace {

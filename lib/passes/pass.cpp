@@ -1,6 +1,6 @@
 #include "passes/pass.h"
 
-#include "config/error.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <spdlog/spdlog.h>

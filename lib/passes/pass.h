@@ -5,7 +5,8 @@
 #pragma once
 
 #include "config/config.h"
-#include "config/value.h"
+#include "passes/presets.h"
+#include "yaml/value.h"
 
 #include <map>
 #include <string>
@@ -14,8 +15,6 @@
 #include <vector>
 
 namespace qr {
-
-class Catalog;
 
 struct PassOption {
   std::string name;
@@ -56,17 +55,17 @@ private:
 struct PassInfo;
 
 // What a running pass sees: the config (writes are checked against the pass's declaration),
-// its options and the recipe catalogue (precision blocks, env presets).
+// its options and the recipe catalogue's presets (precision blocks, env presets).
 class PassContext {
 public:
-  PassContext(Config& config, const PassInfo& info, const PassArgs& args, const Catalog& catalog)
-      : config_(config), info_(info), args_(args), catalog_(catalog) {}
+  PassContext(Config& config, const PassInfo& info, const PassArgs& args, const Presets& presets)
+      : config_(config), info_(info), args_(args), presets_(presets) {}
 
   [[nodiscard]] const Value& get(std::string_view path) const { return config_.at(path); }
   [[nodiscard]] const Value* find(std::string_view path) const { return config_.find(path); }
   [[nodiscard]] const Config& config() const { return config_; }
   [[nodiscard]] const PassArgs& args() const { return args_; }
-  [[nodiscard]] const Catalog& catalog() const { return catalog_; }
+  [[nodiscard]] const Presets& presets() const { return presets_; }
   [[nodiscard]] const Schema& schema() const { return config_.schema(); }
   // An option's value; throws if absent (required options are checked before the run).
   [[nodiscard]] const Value& arg(std::string_view name) const;
@@ -83,7 +82,7 @@ private:
   Config& config_;
   const PassInfo& info_;
   const PassArgs& args_;
-  const Catalog& catalog_;
+  const Presets& presets_;
 };
 
 using RawOptions = std::vector<std::pair<std::string, std::string>>; // key, value text
@@ -94,7 +93,7 @@ struct PassInfo {
   // Passes whose option keys are config paths or env var names (`set`, `env`): they type their
   // own options against the base config before the pipeline runs, and write exactly those keys.
   PassArgs (*bind_free_options)(const RawOptions& raw, const Config& base,
-                                const Catalog& catalog) = nullptr;
+                                const Presets& presets) = nullptr;
   std::string summary = {}; // one line
   std::vector<PassOption> options = {};
   // Dotted paths the pass may write besides its options' fields; a section covers its fields.

@@ -1,10 +1,10 @@
 #include "passes/pipeline.h"
 
-#include "config/error.h"
-#include "config/suggest.h"
-#include "config/yaml_write.h"
 #include "passes/invariants.h"
 #include "passes/registry.h"
+#include "support/error.h"
+#include "support/suggest.h"
+#include "yaml/yaml_write.h"
 
 #include <algorithm>
 #include <map>
@@ -161,7 +161,7 @@ Pipeline Pipeline::parse(std::string_view text) {
   return p;
 }
 
-void Pipeline::bind(const Config& base, const Catalog& catalog) {
+void Pipeline::bind(const Config& base, const Presets& presets) {
   for (PassInvocation& inv : passes_) {
     const PassInfo& info = *inv.info;
     if (info.bind_free_options) {
@@ -170,7 +170,7 @@ void Pipeline::bind(const Config& base, const Catalog& catalog) {
         if (!seen.insert(k).second)
           throw Error("pipeline: " + inv.label() + " sets '" + k + "' twice");
       try {
-        inv.args = info.bind_free_options(inv.raw_options, base, catalog);
+        inv.args = info.bind_free_options(inv.raw_options, base, presets);
       } catch (const Error& e) {
         throw Error("pipeline: " + inv.label() + ": " + e.what());
       }
@@ -331,7 +331,7 @@ std::vector<const InvariantInfo*> invariants(bool include_final) {
 } // namespace
 
 void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                  const std::vector<Waiver>& waivers, Config& config, const Catalog& catalog,
+                  const std::vector<Waiver>& waivers, Config& config, const Presets& presets,
                   const RunHooks& hooks) {
   for (const Waiver& w : waivers)
     if (find_invariant(w.invariant) == nullptr)
@@ -341,7 +341,7 @@ void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrid
   for (const PassInvocation& inv : pipeline.passes()) {
     config.begin_step(inv.step());
     const Value before = config.root();
-    PassContext ctx(config, *inv.info, inv.args, catalog);
+    PassContext ctx(config, *inv.info, inv.args, presets);
     inv.info->run(ctx);
     auto to_check = always;
     for (const std::string& name : inv.info->ensures) {

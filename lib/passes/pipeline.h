@@ -17,8 +17,6 @@
 
 namespace qr {
 
-class Catalog;
-
 struct PassInvocation {
   const PassInfo* info = nullptr;
   RawOptions raw_options; // key, value text
@@ -49,7 +47,7 @@ public:
 
   // Types every pass's options (against the base config for `set`/`env`), and notes the
   // properties the base config already has.
-  void bind(const Config& base, const Catalog& catalog);
+  void bind(const Config& base, const Presets& presets);
   // Simulates the passes' properties in order (GCC: a pass's `required` must hold; then
   // current = (current | provided) - destroyed) and checks the `after`/`before`/`last` rules.
   // Throws when one is broken, naming the passes, their positions, the property and the fix.
@@ -80,7 +78,7 @@ struct RunHooks {
 
 // Runs the passes, then the overrides as the last step, checking invariants as it goes.
 void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                  const std::vector<Waiver>& waivers, Config& config, const Catalog& catalog,
+                  const std::vector<Waiver>& waivers, Config& config, const Presets& presets,
                   const RunHooks& hooks = {});
 
 } // namespace qr

@@ -1,10 +1,9 @@
 // Generic passes that carry a recipe's own settings: parallelism, batch, communication overlap,
 // field writes (`set`) and environment variables (`env`).
-#include "config/error.h"
-#include "config/scalars.h"
-#include "config/suggest.h"
 #include "passes/registry.h"
-#include "recipes/catalog.h"
+#include "support/error.h"
+#include "support/suggest.h"
+#include "yaml/scalars.h"
 
 namespace qr {
 
@@ -29,7 +28,7 @@ void run_overlap_param_gather_with_optimizer_step(PassContext& ctx) {
 }
 
 // set{a.b=1,c.d=x}: each key is a config path, typed by the schema against the base config.
-PassArgs bind_set(const RawOptions& raw, const Config& base, const Catalog&) {
+PassArgs bind_set(const RawOptions& raw, const Config& base, const Presets&) {
   PassArgs args;
   for (const auto& [key, text] : raw) {
     std::string why;
@@ -51,7 +50,7 @@ void run_set(PassContext& ctx) {
 
 // set-if-field{...}: like set, but a path that is no field in this Megatron-Core profile is
 // skipped with a note, as upstream's `hasattr` guards do.
-PassArgs bind_set_if_field(const RawOptions& raw, const Config& base, const Catalog& catalog) {
+PassArgs bind_set_if_field(const RawOptions& raw, const Config& base, const Presets& catalog) {
   RawOptions present;
   for (const auto& [key, text] : raw) {
     std::string why;
@@ -79,7 +78,7 @@ void run_set_if_field(PassContext& ctx) {
 
 // env{presets=[perf,hybridep],NAME=value,...}: env_vars replaced wholesale by the common
 // variables, then each preset in order, then the variables given.
-PassArgs bind_env(const RawOptions& raw, const Config& base, const Catalog& catalog) {
+PassArgs bind_env(const RawOptions& raw, const Config& base, const Presets& catalog) {
   PassArgs args;
   const TypePtr env_value = parse_type("int | str");
   const TypePtr preset_list = parse_type("list<str>");
@@ -102,10 +101,10 @@ PassArgs bind_env(const RawOptions& raw, const Config& base, const Catalog& cata
 }
 
 void run_env(PassContext& ctx) {
-  Map env = ctx.catalog().env_preset("common");
+  Map env = ctx.presets().env_preset("common");
   if (const Value* presets = ctx.args().find("presets"))
     for (const Value& p : presets->as_list())
-      for (const auto& [k, v] : ctx.catalog().env_preset(p.as_str()))
+      for (const auto& [k, v] : ctx.presets().env_preset(p.as_str()))
         env.set(k, v);
   for (const auto& [k, v] : ctx.args().items())
     if (k != "presets")

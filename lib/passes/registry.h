@@ -13,7 +13,7 @@ namespace qr {
 #define PASS(id, name, ...) void run_##id(PassContext& ctx);
 #define PASS_WITH_FREE_OPTIONS(id, name, ...)                                                      \
   void run_##id(PassContext& ctx);                                                                 \
-  PassArgs bind_##id(const RawOptions& raw, const Config& base, const Catalog& catalog);
+  PassArgs bind_##id(const RawOptions& raw, const Config& base, const Presets& presets);
 #include "passes/passes.def"
 
 // In passes.def order (the order a recipe runs them).

@@ -1,8 +1,8 @@
 #include "recipes/catalog.h"
 
-#include "config/error.h"
-#include "config/scalars.h"
-#include "config/suggest.h"
+#include "support/error.h"
+#include "support/suggest.h"
+#include "yaml/scalars.h"
 
 #include <set>
 

@@ -3,9 +3,10 @@
 #pragma once
 
 #include "config/config.h"
-#include "config/data_source.h"
-#include "config/schema.h"
+#include "data/data_source.h"
 #include "passes/pipeline.h"
+#include "passes/presets.h"
+#include "schema/schema.h"
 
 #include <map>
 #include <memory>
@@ -55,7 +56,7 @@ struct RecipeSpec {
   [[nodiscard]] std::string upstream_name() const;
 };
 
-class Catalog {
+class Catalog : public Presets {
 public:
   static std::shared_ptr<const Catalog> load(std::shared_ptr<const DataSource> data,
                                              std::shared_ptr<const Schema> schema);
@@ -81,9 +82,10 @@ public:
   [[nodiscard]] Value base_from_doc(const YamlDoc& doc, std::string_view profile) const;
 
   // A fresh MixedPrecisionConfig with the named block's fields (recipes/precisions.yaml).
-  [[nodiscard]] Value precision_block(std::string_view precision, const Config& config) const;
+  [[nodiscard]] Value precision_block(std::string_view precision,
+                                      const Config& config) const override;
   // Environment presets (recipes/env.yaml); "common" is always applied first.
-  [[nodiscard]] const Map& env_preset(std::string_view name) const;
+  [[nodiscard]] const Map& env_preset(std::string_view name) const override;
 
   [[nodiscard]] const Schema& schema() const { return *schema_; }
 

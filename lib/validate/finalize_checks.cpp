@@ -5,7 +5,7 @@
 // runtime_config_update() and validate() run them, and read the config as validate() sees it:
 // after MixedPrecisionConfig.setup() and CommOverlapConfig.setup() have copied their fields onto
 // the model, optimizer and DDP configs. docs/validate.md lists them and the ones left out.
-#include "config/suggest.h"
+#include "support/suggest.h"
 #include "validate/check_kit.h"
 
 #include <algorithm>

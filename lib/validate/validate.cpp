@@ -1,10 +1,10 @@
 #include "validate/validate.h"
 
-#include "config/error.h"
-#include "config/yaml_read.h"
 #include "diff/diff.h"
 #include "passes/invariants.h"
+#include "support/error.h"
 #include "validate/check_kit.h"
+#include "yaml/yaml_read.h"
 
 #include <algorithm>
 #include <fstream>
@@ -816,17 +816,6 @@ Config load_config_text(const Schema& schema, std::string_view text, const std::
     }
   }
   throw *first_error;
-}
-
-ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result) {
-  ValidateOptions o;
-  o.invariants = false;
-  if (result.recipe) {
-    o.world_size = result.recipe->entry->num_gpus;
-    if (request.pipeline_text.empty())
-      o.waivers = result.recipe->variant->waivers;
-  }
-  return o;
 }
 
 } // namespace qr

@@ -4,7 +4,6 @@
 // rules and where each comes from are in docs/validate.md.
 #pragma once
 
-#include "compile.h"
 #include "config/config.h"
 #include "passes/pipeline.h"
 
@@ -93,9 +92,5 @@ std::string report_json(const ValidationReport& report, const std::string& label
 // Config refers to `schema`, which must outlive it.
 Config load_config_text(const Schema& schema, std::string_view text, const std::string& source,
                         const std::string& profile);
-
-// The options a build's own validation uses: the recipe's GPU count as the world size, and its
-// waivers when the build ran the recipe's own pipeline.
-ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result);
 
 } // namespace qr

@@ -3,10 +3,10 @@
 // reports it, as it does crashes, leaks, undefined behaviour and failed checks (`expect`).
 #pragma once
 
-#include "compile.h"
-#include "config/error.h"
-#include "config/yaml_read.h"
-#include "config/yaml_write.h"
+#include "compile/compile.h"
+#include "support/error.h"
+#include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <cstddef>
 #include <cstdint>

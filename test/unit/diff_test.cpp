@@ -1,9 +1,9 @@
 // Semantic diff: what counts as a difference, dyff's kinds, the unified and JSON forms, and the
 // dotlist round trip (build A + dotlist(A, B) == B) over shipped recipes.
-#include "config/yaml_read.h"
 #include "diff/diff.h"
-#include "diff/explain.h"
+#include "explain/explain.h"
 #include "helpers.h"
+#include "yaml/yaml_read.h"
 
 #include <algorithm>
 

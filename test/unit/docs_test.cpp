@@ -1,5 +1,5 @@
 // The generated reference pages in docs/ match the registries.
-#include "docs.h"
+#include "compile/docs.h"
 #include "helpers.h"
 
 #include <filesystem>

@@ -2,10 +2,10 @@
 // golden-file comparison.
 #pragma once
 
-#include "compile.h"
-#include "config/error.h"
-#include "config/yaml_write.h"
+#include "compile/compile.h"
 #include "diff/diff.h"
+#include "support/error.h"
+#include "yaml/yaml_write.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // The schema types values by field, never by how the text looks.
-#include "config/schema.h"
 #include "helpers.h"
+#include "schema/schema.h"
 
 using namespace qr;
 using qr::test::compiler;

@@ -1,5 +1,5 @@
-#include "config/script_text.h"
 #include "helpers.h"
+#include "support/script_text.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

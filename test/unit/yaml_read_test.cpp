@@ -1,7 +1,7 @@
 // YAML input: PyYAML's resolution for untyped values, and clear errors for bad documents.
-#include "config/error.h"
-#include "config/yaml_read.h"
-#include "config/yaml_write.h"
+#include "support/error.h"
+#include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The emitter writes what PyYAML's safe_dump(default_flow_style=False) writes.
-#include "config/yaml_read.h"
-#include "config/yaml_write.h"
+#include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "diff/explain.h"
+#include "explain/explain.h"
 
-#include "config/error.h"
-#include "config/yaml_read.h"
-#include "config/yaml_write.h"
+#include "support/error.h"
+#include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
-#include "config/yaml_write.h"
+#include "yaml/yaml_write.h"
 
-#include "config/scalars.h"
-#include "config/utf8.h"
+#include "support/utf8.h"
+#include "yaml/scalars.h"
 
 #include <algorithm>
 #include <charconv>

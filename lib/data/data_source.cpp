@@ -1,7 +1,7 @@
-#include "config/data_source.h"
+#include "data/data_source.h"
 
-#include "config/embedded_data.h"
-#include "config/error.h"
+#include "data/embedded_data.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,6 +1,6 @@
-#include "operands.h"
+#include "compile/operands.h"
 
-#include "config/error.h"
+#include "support/error.h"
 
 #include <cerrno>
 #include <cstring>

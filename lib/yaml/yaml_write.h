@@ -4,7 +4,7 @@
 // them as something else, long scalars folded at column 80.
 #pragma once
 
-#include "config/value.h"
+#include "yaml/value.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "config/scalars.h"
+#include "yaml/scalars.h"
 
 #include <charconv>
 #include <cmath>

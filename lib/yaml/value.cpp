@@ -1,6 +1,6 @@
-#include "config/value.h"
+#include "yaml/value.h"
 
-#include "config/yaml_write.h"
+#include "yaml/yaml_write.h"
 
 #include <algorithm>
 #include <cmath>

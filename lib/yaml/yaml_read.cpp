@@ -1,8 +1,8 @@
-#include "config/yaml_read.h"
+#include "yaml/yaml_read.h"
 
-#include "config/error.h"
-#include "config/scalars.h"
-#include "config/utf8.h"
+#include "support/error.h"
+#include "support/utf8.h"
+#include "yaml/scalars.h"
 
 #include <algorithm>
 #include <cerrno>

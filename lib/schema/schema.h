@@ -6,9 +6,9 @@
 // `yes` is the string "yes" where the field is a string.
 #pragma once
 
-#include "config/data_source.h"
-#include "config/value.h"
-#include "config/yaml_read.h"
+#include "data/data_source.h"
+#include "yaml/value.h"
+#include "yaml/yaml_read.h"
 
 #include <map>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "docs.h"
+#include "compile/docs.h"
 
 #include "diff/diff.h"
 #include "passes/invariants.h"

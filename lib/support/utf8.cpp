@@ -1,4 +1,4 @@
-#include "config/utf8.h"
+#include "support/utf8.h"
 
 namespace qr {
 namespace {

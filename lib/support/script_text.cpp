@@ -1,7 +1,7 @@
-#include "config/script_text.h"
+#include "support/script_text.h"
 
-#include "config/error.h"
-#include "config/utf8.h"
+#include "support/error.h"
+#include "support/utf8.h"
 
 #include <algorithm>
 #include <cstdio>

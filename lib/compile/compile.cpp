@@ -1,11 +1,11 @@
-#include "compile.h"
+#include "compile/compile.h"
 
-#include "config/error.h"
-#include "config/script_text.h"
-#include "config/yaml_write.h"
 #include "overrides/overrides_file.h"
 #include "passes/invariants.h"
+#include "support/error.h"
+#include "support/script_text.h"
 #include "validate/validate.h"
+#include "yaml/yaml_write.h"
 
 namespace qr {
 namespace {
@@ -135,6 +135,17 @@ std::string emit_config(const BuildResult& result, bool header) {
     out += "# pipeline: " + result.pipeline.text() + "\n";
   }
   return out + to_yaml(result.config.root());
+}
+
+ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result) {
+  ValidateOptions o;
+  o.invariants = false;
+  if (result.recipe) {
+    o.world_size = result.recipe->entry->num_gpus;
+    if (request.pipeline_text.empty())
+      o.waivers = result.recipe->variant->waivers;
+  }
+  return o;
 }
 
 } // namespace qr

@@ -2,7 +2,7 @@
 // the binary, or a directory given at run time (for editing recipes without rebuilding).
 #pragma once
 
-#include "config/yaml_read.h"
+#include "yaml/yaml_read.h"
 
 #include <memory>
 #include <string>

@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "passes/pipeline.h"
 #include "recipes/catalog.h"
+#include "validate/validate.h"
 
 #include <memory>
 #include <optional>
@@ -54,5 +55,9 @@ private:
 
 // The YAML Megatron-Bridge loads, with a comment header that says how to rebuild it.
 std::string emit_config(const BuildResult& result, bool header = true);
+
+// The options a build's own validation uses: the recipe's GPU count as the world size, and its
+// waivers when the build ran the recipe's own pipeline.
+ValidateOptions validate_options_for(const BuildRequest& request, const BuildResult& result);
 
 } // namespace qr

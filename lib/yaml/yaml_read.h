@@ -3,7 +3,7 @@
 // expansion bounded against "billion laughs" documents.
 #pragma once
 
-#include "config/value.h"
+#include "yaml/value.h"
 
 #include <cstddef>
 #include <deque>

@@ -1,4 +1,4 @@
-#include "config/suggest.h"
+#include "support/suggest.h"
 
 #include <algorithm>
 #include <limits>
