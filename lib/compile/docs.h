@@ -2,7 +2,7 @@
 // drift from the code (a test compares them).
 #pragma once
 
-#include "config/schema.h"
+#include "schema/schema.h"
 #include "recipes/catalog.h"
 
 #include <string>
