@@ -271,13 +271,13 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
                   "': launch writes srun's container options from --container-image and "
                   "--container-mounts; give those instead");
   }
-  for (const auto& [name, value] : options.site_env) {
-    const auto same = [&](const auto& e) { return e.first == name; };
+  for (const auto& entry : options.site_env) {
+    const auto same = [&](const auto& e) { return e.first == entry.first; };
     if (auto at = std::find_if(plan.site_env.begin(), plan.site_env.end(), same);
         at != plan.site_env.end())
-      at->second = value; // a later one wins, where the first one was
+      at->second = entry.second; // a later one wins, where the first one was
     else
-      plan.site_env.emplace_back(name, value);
+      plan.site_env.push_back(entry);
   }
   plan.job_name = options.job_name.empty()
                       ? spec.model->name + "-" + spec.gpu->name + "-" + spec.precision
