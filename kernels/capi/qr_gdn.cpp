@@ -158,7 +158,9 @@ Failure check_buffer(const char* name, const void* p, size_t have, size_t need) 
       return f_;                                                                                   \
   } while (0)
 
-Failure check_fwd(const Backend& b, const qr_gdn_forward_args* a, Shape& s) {
+// What the forward and backward arguments share: the shape, the offsets, the scale, the inputs.
+template <class Args>
+Failure check_inputs(const Backend& b, const Args* a, Shape& s) {
   if (!a)
     return invalid("args: null pointer");
   QR_CHECK(check_shape(b, &a->shape, s));
@@ -171,6 +173,12 @@ Failure check_fwd(const Backend& b, const qr_gdn_forward_args* a, Shape& s) {
   QR_CHECK(check_tensor("v", a->v, false, f));
   QR_CHECK(check_tensor("beta", a->beta, false, false));
   QR_CHECK(check_tensor("g", a->g, false, false));
+  return {};
+}
+
+Failure check_fwd(const Backend& b, const qr_gdn_forward_args* a, Shape& s) {
+  QR_CHECK(check_inputs(b, a, s));
+  const bool f = fused(b);
   QR_CHECK(check_tensor("o", a->o, true, f));
   QR_CHECK(check_state("initial_state", a->initial_state, f));
   QR_CHECK(check_state("final_state", a->final_state, f));
@@ -182,18 +190,8 @@ Failure check_fwd(const Backend& b, const qr_gdn_forward_args* a, Shape& s) {
 }
 
 Failure check_bwd(const Backend& b, const qr_gdn_backward_args* a, Shape& s) {
-  if (!a)
-    return invalid("args: null pointer");
-  QR_CHECK(check_shape(b, &a->shape, s));
-  QR_CHECK(check_varlen(a->shape, a->cu_seqlens));
-  if (!(a->scale >= 0.f))
-    return invalid("scale: must be positive, or 0 for Dk^-0.5");
+  QR_CHECK(check_inputs(b, a, s));
   const bool f = fused(b);
-  QR_CHECK(check_tensor("q", a->q, false, f));
-  QR_CHECK(check_tensor("k", a->k, false, f));
-  QR_CHECK(check_tensor("v", a->v, false, f));
-  QR_CHECK(check_tensor("beta", a->beta, false, false));
-  QR_CHECK(check_tensor("g", a->g, false, false));
   QR_CHECK(check_tensor("d_o", a->d_o, false, f));
   QR_CHECK(check_tensor("dq", a->dq, true, f));
   QR_CHECK(check_tensor("dk", a->dk, true, f));
