@@ -29,7 +29,7 @@
 // is prep (backward mode: Ms, u, w from qn, kn, G, A, no l2norm or inverse) -> save_scan (h_n,
 // v_new) -> bwd_scan -> bwd_intra; without it, prep (context mode, into the workspace) -> the
 // same. bwd_scan reads neither h_n nor v_new, so it does not wait for save_scan: they run on two
-// streams side by side when both fit in one wave (scan_pair_grid).
+// streams side by side when both fit in one wave (fused.cu, pair_grid).
 //
 // Variable-length sequences (gdn.h): chunks never cross a sequence boundary, and chunk j of
 // sequence s sits at slot floor(cu[s] / 64) + s + j (chunked::chunk_slots says why that fits in
