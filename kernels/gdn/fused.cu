@@ -1,9 +1,13 @@
 // The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
-// forward also keeps A, the rstd of q and k, the entering states h and v_new in the saved context
-// (stamped with its shape and options, plus the chunk map when varlen). Backward from that
-// context: bwd_scan -> bwd_intra (which check the stamp first); self-contained: prep -> save_scan
-// -> bwd_scan -> bwd_intra. Every run clears the workspace's status word first (input_error).
+// forward's prep also keeps A and the rstd of q and k beside qn, kn and G in the saved context
+// (stamped with its shape and options, plus the chunk map when varlen): FLA's set. Backward:
+// prep (from the context, or self-contained from the inputs) -> save_scan and bwd_scan ->
+// bwd_intra; the backward kernels that read the context check its stamp first. Every run clears the
+// workspace's status word first (input_error).
 #include "fused.cuh"
+
+#include <map>
+#include <mutex>
 
 namespace qr::gdn {
 namespace {
@@ -14,13 +18,90 @@ using chunked::make_inputs;
 using chunked::rows_aligned;
 using chunked::shape_error;
 
-std::string grid(const Geo& geo, ScanGrid& sg) {
-  int dev = 0, sms = 0;
-  QR_CUDA_TRY(cudaGetDevice(&dev));
-  QR_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  sg = scan_grid(geo, sms);
-  return {};
+int sm_count(int dev, std::string& e) {
+  int sms = 0;
+  e = cuda_error(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  return sms;
 }
+
+std::string grid(const Geo& geo, ScanGrid& sg) {
+  int dev = 0;
+  QR_CUDA_TRY(cudaGetDevice(&dev));
+  std::string e;
+  const int sms = sm_count(dev, e);
+  sg = scan_grid(geo, sms);
+  return e;
+}
+
+int scan_ctas(const Geo& geo, ScanGrid sg) {
+  return kD / sg.bv * geo.B * geo.Hv * sg.groups;
+}
+
+// The grid save_scan and bwd_scan share when they run side by side, or {0, 0} when they do not
+// fit in one wave together (one CTA per SM each): scan_grid's if twice its CTAs fit, else its
+// 128-column form (half the CTAs, each twice the columns) if that does. At the 397B shape the
+// pair at 128 columns (64 + 64 CTAs) replaces two 128-CTA launches one after the other; at 35B
+// (128 CTAs each already) they stay in sequence.
+ScanGrid pair_grid(const Geo& geo, ScanGrid sg, int sms) {
+  if (2 * scan_ctas(geo, sg) <= sms)
+    return sg;
+  const ScanGrid wide{128, sg.groups};
+  return 2 * scan_ctas(geo, wide) <= sms ? wide : ScanGrid{0, 0};
+}
+
+// A second stream per device for save_scan beside bwd_scan, with the events that fork it from the
+// caller's stream and join it back (a CUDA-graph capture follows both). Made on first use, never
+// while the caller's stream is capturing (the backward then runs the scans in sequence); the
+// lock keeps one backward's record-and-wait pairs together.
+class SideStreams {
+public:
+  ~SideStreams() { // errors ignored: at exit the runtime may be gone already
+    for (auto& [dev, s] : sides_) {
+      cudaEventDestroy(s.fork);
+      cudaEventDestroy(s.join);
+      cudaStreamDestroy(s.stream);
+    }
+  }
+
+  // Enqueues first(stream) beside second(side stream), both after what `stream` holds, and makes
+  // `stream` wait for both; *paired = false when no side stream could be used (nothing enqueued).
+  template <class First, class Second>
+  std::string pair(cudaStream_t stream, First first, Second second, bool* paired) {
+    *paired = false;
+    int dev = 0;
+    QR_CUDA_TRY(cudaGetDevice(&dev));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sides_.find(dev);
+    if (it == sides_.end()) {
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      QR_CUDA_TRY(cudaStreamIsCapturing(stream, &capturing));
+      if (capturing != cudaStreamCaptureStatusNone)
+        return {};
+      Side s{};
+      QR_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+      QR_CUDA_TRY(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming));
+      QR_CUDA_TRY(cudaEventCreateWithFlags(&s.join, cudaEventDisableTiming));
+      it = sides_.emplace(dev, s).first;
+    }
+    const Side& s = it->second;
+    *paired = true;
+    QR_CUDA_TRY(cudaEventRecord(s.fork, stream));
+    QR_CUDA_TRY(cudaStreamWaitEvent(s.stream, s.fork, 0));
+    const std::string e1 = second(s.stream);
+    const std::string e2 = first(stream);
+    QR_CUDA_TRY(cudaEventRecord(s.join, s.stream));      // joined even after an error, so that a
+    QR_CUDA_TRY(cudaStreamWaitEvent(stream, s.join, 0)); // capture still ends cleanly
+    return !e1.empty() ? e1 : e2;
+  }
+
+private:
+  struct Side {
+    cudaStream_t stream;
+    cudaEvent_t fork, join;
+  };
+  std::mutex mutex_;
+  std::map<int, Side> sides_;
+};
 
 std::string fused_shape_error(const Shape& s) {
   if (s.sequences >= 1 << 22) // the chunk map's 22 bits of sequence index
@@ -73,11 +154,10 @@ public:
     if (std::string e = grid(geo, sg); !e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
-    const bool train = a.saved != nullptr;
-    if (std::string e = launch_prep(geo, in, ws, train, stream); !e.empty())
+    const Prep mode = a.saved ? Prep::context : Prep::inference;
+    if (std::string e = launch_prep(geo, in, ws, mode, stream); !e.empty())
       return e;
-    return launch_fwd_scan(geo, sg, train, ws, a.initial_state, ref<bf16>(a.o), a.final_state,
-                           stream);
+    return launch_fwd_scan(geo, sg, ws, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
@@ -89,22 +169,41 @@ public:
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
     QR_CUDA_TRY(clear_status(ws.status, stream));
-    ScanGrid sg{};
-    if (std::string e = grid(geo, sg); !e.empty())
+    int dev = 0;
+    QR_CUDA_TRY(cudaGetDevice(&dev));
+    std::string e;
+    const int sms = sm_count(dev, e);
+    if (!e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
-    if (!a.saved) { // recompute the context
-      if (std::string e = launch_prep(geo, in, ws, true, stream); !e.empty())
+    // Ms, u, w from the context, or the whole context too from the inputs
+    if (e = launch_prep(geo, in, ws, a.saved ? Prep::backward : Prep::context, stream); !e.empty())
+      return e;
+    auto save = [&](ScanGrid sg) {
+      return
+          [&, sg](cudaStream_t st) { return launch_save_scan(geo, sg, ws, a.initial_state, st); };
+    };
+    auto bwd = [&](ScanGrid sg) {
+      return [&, sg](cudaStream_t st) {
+        return launch_bwd_scan(geo, sg, ws, ref<const bf16>(a.d_o), a.d_final_state,
+                               a.d_initial_state, st);
+      };
+    };
+    const ScanGrid sg = scan_grid(geo, sms), pg = pair_grid(geo, sg, sms);
+    bool paired = false;
+    if (pg.bv && !(e = side_.pair(stream, bwd(pg), save(pg), &paired)).empty())
+      return e;
+    if (!paired) {
+      if (e = save(sg)(stream); !e.empty())
         return e;
-      if (std::string e = launch_save_scan(geo, sg, ws, a.initial_state, stream); !e.empty())
+      if (e = bwd(sg)(stream); !e.empty())
         return e;
     }
-    if (std::string e = launch_bwd_scan(geo, sg, ws, ref<const bf16>(a.d_o), a.d_final_state,
-                                        a.d_initial_state, stream);
-        !e.empty())
-      return e;
     return launch_bwd_intra(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
   }
+
+private:
+  mutable SideStreams side_;
 };
 
 } // namespace

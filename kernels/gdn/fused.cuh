@@ -16,8 +16,7 @@
 //     v_new = u - w S  and  P = scale diag(Gm) Q S      side by side: two halves of the warps
 //     o = P + Ms v_new
 //     S = exp(Gl) S + K^T diag(El) v_new
-//     (training forward: also the entering states h_n and v_new, into the context)
-//   save_scan: the same recurrence without o, writing h_n and v_new (backward without a context).
+//   save_scan: the same recurrence without o, writing h_n and v_new for the backward.
 //   bwd_scan (reverse), with dS the gradient of the state leaving the chunk:
 //     dv_new = Ms^T do + diag(El) K dS
 //     dS = exp(Gl) dS + (scale diag(Gm) Q)^T do - w^T dv_new
@@ -25,9 +24,12 @@
 //   heads): every gradient from h_n, dh_n, v_new, dv_new and the stored A, as in
 //   chunked_bwd_intra.cu, without re-normalising q, k or re-inverting.
 //
-// The context (Workspace, "context" fields) is what a training forward leaves for the backward:
-// with it the backward is bwd_scan -> bwd_intra; without it, prep -> save_scan -> bwd_scan ->
-// bwd_intra.
+// The context (Workspace, "context" fields) is what a training forward leaves for the backward,
+// FLA's set: qn, kn, their rstd, G, A (and the stamp, the varlen chunk map). With it the backward
+// is prep (backward mode: Ms, u, w from qn, kn, G, A, no l2norm or inverse) -> save_scan (h_n,
+// v_new) -> bwd_scan -> bwd_intra; without it, prep (context mode, into the workspace) -> the
+// same. bwd_scan reads neither h_n nor v_new, so it does not wait for save_scan: they run on two
+// streams side by side when both fit in one wave (fused.cu, pair_grid).
 //
 // Variable-length sequences (gdn.h): chunks never cross a sequence boundary, and chunk j of
 // sequence s sits at slot floor(cu[s] / 64) + s + j (chunked::chunk_slots says why that fits in
@@ -113,7 +115,7 @@ __device__ __forceinline__ Chunk find_chunk(const Geo& g, int n) {
 
 // The stamp a training forward leaves at the start of the context, which the backward checks.
 constexpr int kStampWords = 12;
-constexpr int kStampMagic = 0x47444e31; // "GDN1"
+constexpr int kStampMagic = 0x47444e32; // "GDN2": the context of FLA's set
 __device__ __forceinline__ void make_stamp(const Geo& g, int (&w)[kStampWords]) {
   const int v[kStampWords] = {kStampMagic, g.B, g.T,  g.Hk,    g.Hv,      kD,
                               kD,          g.N, g.NT, g.group, int(g.l2), __float_as_int(g.scale)};
@@ -123,9 +125,10 @@ __device__ __forceinline__ void make_stamp(const Geo& g, int (&w)[kStampWords]) 
 
 // Chunk-major scratch. Per-value-head tensors are [B, Hv, NT, ...], per-key-head ones
 // [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros). The fields marked
-// "context" are what a training forward leaves for the backward (saved_bytes): given a saved
-// buffer they live there, else in the workspace. The workspace starts with the status word
-// (common.cuh), the context with its stamp.
+// "context" are what a training forward leaves for the backward (saved_bytes), FLA's set: given a
+// saved buffer they live there, else in the workspace. The rest is scratch of the pass that forms
+// it; the backward re-forms w, Ms, u (prep from the context) and h, v_new (save_scan). The
+// workspace starts with the status word (common.cuh), the context with its stamp.
 struct Workspace {
   unsigned* status; // workspace: the input checks' status bits
   int* stamp;       // [kStampWords] context: shape and options of the forward that wrote it
@@ -135,12 +138,12 @@ struct Workspace {
   float* rq; // [B,Hk,Tp]       context: 1 / sqrt(|q|^2 + eps), 1 without l2norm (not inference)
   float* rk; // [B,Hk,Tp]       context: likewise for k (not inference)
   float* G;  // [B,Hv,Tp]       context: in-chunk cumsum of g
-  bf16* w;   // [B,Hv,Tp,D]     context: A diag(beta Gm) K
-  bf16* ms;  // [B,Hv,NT,C,C]   context: scale lowerIncl(Q K^T .* D)
   bf16* a;   // [B,Hv,NT,C,C]   context: A = (I + L)^-1 (not inference)
-  bf16* h;   // [B,Hv,NT,Dk,Dv] context: state entering each chunk (not inference)
-  bf16* nu;  // [B,Hv,Tp,Dv]    context: v_new (not inference)
-  bf16* u;   // [B,Hv,Tp,D]     A diag(beta) V (forward, and the backward without a context)
+  bf16* w;   // [B,Hv,Tp,D]     A diag(beta Gm) K
+  bf16* ms;  // [B,Hv,NT,C,C]   scale lowerIncl(Q K^T .* D)
+  bf16* u;   // [B,Hv,Tp,D]     A diag(beta) V
+  bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
+  bf16* nu;  // [B,Hv,Tp,Dv]    v_new (backward only)
   bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
   bf16* dnu; // [B,Hv,Tp,Dv]    gradient of v_new (backward only)
 
@@ -162,18 +165,17 @@ struct Workspace {
     ws.qn = c.take<bf16>(kh * Tp * kD);
     ws.kn = c.take<bf16>(kh * Tp * kD);
     ws.G = c.take<float>(vh * Tp);
-    ws.w = c.take<bf16>(vh * Tp * kD);
-    ws.ms = c.take<bf16>(vh * Tp * kC);
     if (!inference) {
       ws.rq = c.take<float>(kh * Tp);
       ws.rk = c.take<float>(kh * Tp);
       ws.a = c.take<bf16>(vh * Tp * kC);
-      ws.h = c.take<bf16>(vh * NT * kD * kD);
-      ws.nu = c.take<bf16>(vh * Tp * kD);
     }
-    if (!bwd || !saved)
-      ws.u = wc.take<bf16>(vh * Tp * kD);
+    ws.w = wc.take<bf16>(vh * Tp * kD);
+    ws.ms = wc.take<bf16>(vh * Tp * kC);
+    ws.u = wc.take<bf16>(vh * Tp * kD);
     if (bwd) {
+      ws.h = wc.take<bf16>(vh * NT * kD * kD);
+      ws.nu = wc.take<bf16>(vh * Tp * kD);
       ws.dh = wc.take<bf16>(vh * NT * kD * kD);
       ws.dnu = wc.take<bf16>(vh * Tp * kD);
     }
@@ -260,12 +262,14 @@ struct ScanGrid {
 };
 ScanGrid scan_grid(const Geo& geo, int sm_count);
 
-// With `context` prep also writes A and the rstd of q and k.
-std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, bool context,
+// What prep forms (fused_prep.cu): qn, kn, G, Ms, u, w from the inputs (inference); also the rest
+// of the context, A, the rstd of q and k, the stamp (a training forward, the self-contained
+// backward); or Ms, u, w from a saved context (the backward given one).
+enum class Prep { inference, context, backward };
+std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, Prep mode,
                         cudaStream_t st);
-// With `save` the forward scan also writes the context's h and v_new (a training forward).
-std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, bool save, const Workspace& ws,
-                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st);
+std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
+                            Ref<bf16> o, float* ht, cudaStream_t st);
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                              cudaStream_t st);
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,

@@ -13,10 +13,8 @@
 //   phase B  warps 0-3: v_new = u - w S (64 x BV/4 at columns BV/4 w), stored as is and as
 //            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
 //   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
-//   (training forward: meanwhile warps 0-3 copy h_n and v_new to the saved context from their
-//   shared-memory copies)
-// save_scan: phases A and C, and phase B for v_new only (a 2 x 4 grid of 32 x BV/4 warp tiles);
-//   writes h_n (bf16) after phase A and v_new after phase B.
+// save_scan (the backward's h_n and v_new): phases A and C, and phase B for v_new only (a 2 x 4
+//   grid of 32 x BV/4 warp tiles); writes h_n (bf16) after phase A and v_new after phase B.
 // bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
 //   phase A  dS -> bf16 smem, then to dh_n; Q rows scaled in place by scale exp(G)
 //   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
@@ -25,7 +23,8 @@
 // sequence's last chunk and load the next sequence's initial state (or zero) after the chunk before
 // its first; the backward scan saves the initial-state gradient after a first chunk and loads the
 // final-state gradient after the chunk behind a last one. The chunk map is read one chunk ahead, so
-// its loads overlap a chunk's compute. The backward scan checks the context's stamp first.
+// its loads overlap a chunk's compute. save_scan and the backward scan check the context's stamp
+// first (the backward given a context reads its chunk map).
 // The tiles the scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
 // shared-memory copies in coalesced 16-byte pieces: stored straight from the mma fragments, as
 // 4-byte pieces that each half-fill a sector, they made the backward scans L2-bound. (Hopper bulk
@@ -111,7 +110,7 @@ struct FwdSmem {
   float el[kC], gs[kC];    // exp(Gl - G), scale exp(G)
 };
 
-template <int BV, int W, bool kSave>
+template <int BV, int W>
 __global__ void __launch_bounds__(32 * W, 1)
     fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht) {
   constexpr int ldv = kLdV<BV>, kT = 32 * W;
@@ -187,12 +186,6 @@ __global__ void __launch_bounds__(32 * W, 1)
       warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, pr, pc);
       store_acc_bf16(X, o.at(cur.b, cur.t0 + pr, h) + v0 + pc, o.st, cur.len - pr);
     }
-    if (kSave && first_half) { // beside the output; sm.s and sm.nu are next written after the
-                               // next chunk's first barrier
-      store_tile<kD, BV, kT / 2>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv,
-                                 tid);
-      store_tile<kC, BV, kT / 2>(ws.nu + vrow(geo, bh, n) * kD + v0, kD, sm.nu, ldv, tid);
-    }
     if (cur.last)
       save_state(S, state_of(ht, geo, cur, h, tile));
     if (next.first) // varlen: the next slot starts a sequence
@@ -237,7 +230,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
-  if (slots.x >= slots.y)
+  if (!stamp_ok(geo, ws) || slots.x >= slots.y)
     return;
   const int tile = sr * kD + v0 + sc;
   Acc<32, BV / 2> S;
@@ -410,17 +403,12 @@ ScanGrid scan_grid(const Geo& geo, int sm_count) {
 // Warps per scan CTA: the forward scan takes 16 for 64 columns (at the 397B shape: 256 against 280
 // us with its saves) and 8 for 128, where the registers allow no more; the backward scan keeps 8
 // (248 against 233 us with 16 at 64 columns).
-std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, bool save, const Workspace& ws,
-                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st) {
-  if (sg.bv == 128)
-    return save ? launch(fwd_scan_kernel<128, 8, true>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
-                         h0, o, ht)
-                : launch(fwd_scan_kernel<128, 8, false>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
-                         h0, o, ht);
-  return save ? launch(fwd_scan_kernel<64, 16, true>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws, h0,
-                       o, ht)
-              : launch(fwd_scan_kernel<64, 16, false>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
-                       h0, o, ht);
+std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
+                            Ref<bf16> o, float* ht, cudaStream_t st) {
+  return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
+                               h0, o, ht)
+                      : launch(fwd_scan_kernel<64, 16>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
+                               h0, o, ht);
 }
 
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,

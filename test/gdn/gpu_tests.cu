@@ -520,7 +520,10 @@ int main(int argc, char** argv) {
                      {shape(3, 777, 2, 2), true, true},
                      {shape(1, 2048, 4, 16), true, false},
                      {shape(2, 1000, 4, 4), false, false},
-                     {shape(2, 300, 16, 64), true, true}}, // chunked one-stage, fused 128 columns
+                     {shape(2, 300, 16, 64), true, true}, // chunked one-stage, fused 128 columns
+                     // fused's backward scans side by side at 128 columns (2 x 48 CTAs; the
+                     // 64-column grid, 2 x 96, would not fit one wave of an H200)
+                     {shape(1, 300, 4, 48), true, true}},
                     bes, "agreement");
     fd_suite(bes);
     agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100
