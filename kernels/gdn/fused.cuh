@@ -134,7 +134,7 @@ __device__ __forceinline__ void make_stamp(const Geo& g, int (&w)[kStampWords]) 
 // packed row) into Z segments of NT / Z slots when its (batch, value head) pairs alone would leave
 // SMs idle: Z = min(kSplitWave / (B Hv), NT / kMinSegmentChunks), and no split (1) below 4, where
 // the extra transition scan costs more than the idle SMs (docs/gdn-bench.md). From the shape
-// alone, so the workspace and the bits do not depend on the GPU.
+// alone, so the workspace size and the segments do not depend on the GPU.
 constexpr int kSplitWave = 128; // CTAs a split aims for: one wave on 132 or 148 SMs
 constexpr int kMinSegmentChunks = 16;
 __host__ __device__ inline int split_segments(int B, int Hv, int NT) {
