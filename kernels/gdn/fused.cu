@@ -43,10 +43,12 @@ int scan_ctas(const Geo& geo, ScanGrid sg) {
 // pair at 128 columns (64 + 64 CTAs) replaces two 128-CTA launches one after the other; at 35B
 // (128 CTAs each already) they stay in sequence.
 ScanGrid pair_grid(const Geo& geo, ScanGrid sg, int sms) {
+  if (sg.split) // both scans' segment combines write ws.seg_in
+    return {0, 0, false};
   if (2 * scan_ctas(geo, sg) <= sms)
     return sg;
-  const ScanGrid wide{128, sg.groups};
-  return 2 * scan_ctas(geo, wide) <= sms ? wide : ScanGrid{0, 0};
+  const ScanGrid wide{128, sg.groups, false};
+  return 2 * scan_ctas(geo, wide) <= sms ? wide : ScanGrid{0, 0, false};
 }
 
 // A second stream per device for save_scan beside bwd_scan, with the events that fork it from the

@@ -48,6 +48,15 @@
 // for bit. All of this is on the device: no host sync, a grid fixed by the shape (CUDA-graph
 // capture works).
 //
+// Split (fused_split.cu): when the (batch, value head) pairs leave SMs idle (split_segments, from
+// the shape alone: B Hv <= 32 and at least 16 chunks per segment), gridDim.z instead cuts each
+// row's slots into Z segments, whole sequences or not. The forward runs seg_fwd (every segment's
+// end state E from zero and transition T, the recurrence being affine in the state) and combine
+// (S_in(z + 1) = T_z S_in(z) + E_z, fp32) before its scan, whose segment CTAs start from S_in
+// unless their first slot starts a sequence; the backward mirrors it (seg_bwd, the reverse
+// combine, then bwd_scan from the gradient leaving each segment). Exact: every chunk is in its
+// segment's T and E; the bits differ from the unsplit walk only by rounding.
+//
 // Input checks (Backend::input_error, via the workspace's status word): prep flags any g > 0 or
 // NaN (exp(G_i - G_j) <= 1 is what keeps the chunk products in range) and, in a varlen run, bad
 // cu_seqlens; a training forward stamps the context with its shape and options, and the backward
@@ -123,6 +132,22 @@ __device__ __forceinline__ void make_stamp(const Geo& g, int (&w)[kStampWords]) 
     w[i] = v[i];
 }
 
+// Splitting a sequence inside the card (fused_split.cu): the scans cut each batch row (varlen: the
+// packed row) into Z segments of NT / Z slots when its (batch, value head) pairs alone would leave
+// SMs idle: Z = min(kSplitWave / (B Hv), NT / kMinSegmentChunks), and no split (1) below 4, where
+// the extra transition scan costs more than the idle SMs (docs/gdn-bench.md). From the shape
+// alone, so the workspace size and the segments do not depend on the GPU.
+constexpr int kSplitWave = 128; // CTAs a split aims for: one wave on 132 or 148 SMs
+constexpr int kMinSegmentChunks = 16;
+__host__ __device__ inline int split_segments(int B, int Hv, int NT) {
+  const int by_wave = kSplitWave / (B * Hv), by_len = NT / kMinSegmentChunks;
+  const int z = by_wave < by_len ? by_wave : by_len;
+  return z >= 4 ? z : 1;
+}
+inline int split_segments(const Shape& s) {
+  return split_segments(s.batch, s.value_heads, chunked::chunk_slots(s));
+}
+
 // Chunk-major scratch. Per-value-head tensors are [B, Hv, NT, ...], per-key-head ones
 // [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros). The fields marked
 // "context" are what a training forward leaves for the backward (saved_bytes), FLA's set: given a
@@ -146,6 +171,10 @@ struct Workspace {
   bf16* nu;  // [B,Hv,Tp,Dv]    v_new (backward only)
   bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
   bf16* dnu; // [B,Hv,Tp,Dv]    gradient of v_new (backward only)
+  // Split scans only (split_segments > 1), per (b, value head, segment):
+  float* seg_end;  // [B,Hv,Z,Dk,Dv] its end state from zero (bwd: its entering gradient)
+  float* seg_move; // [B,Hv,Z,Dk,Dk] its transition (bwd: the transposed one)
+  float* seg_in;   // [B,Hv,Z,Dk,Dv] the true state entering it (bwd: the gradient leaving it)
 
   // The workspace of a forward (inference when saved is null, else training) or a backward
   // (self-contained when saved is null). With null bases it only counts: *ws_bytes gets the
@@ -179,6 +208,11 @@ struct Workspace {
       ws.dh = wc.take<bf16>(vh * NT * kD * kD);
       ws.dnu = wc.take<bf16>(vh * Tp * kD);
     }
+    if (const size_t z = split_segments(s); z > 1) {
+      ws.seg_end = wc.take<float>(vh * z * kD * kD);
+      ws.seg_move = wc.take<float>(vh * z * kD * kD);
+      ws.seg_in = wc.take<float>(vh * z * kD * kD);
+    }
     if (ws_bytes)
       *ws_bytes = wc.used;
     if (ctx_bytes)
@@ -196,9 +230,12 @@ __device__ __forceinline__ size_t krow(const Geo& g, int bh, int n) {
   return (size_t(b * g.Hk + hk) * g.NT + n) * kC;
 }
 
-// The slots [x, y) that scan CTA group z of Z (gridDim.z) walks: whole sequences, the group's
-// first one the first to start at or after slot z NT / Z (fused_scan.cu). Dense: all slots.
-__device__ __forceinline__ int2 scan_slots(const Geo& g, int z, int Z) {
+// The slots [x, y) that scan CTA group z of Z (gridDim.z) walks. Split: segment z, slots
+// [z NT / Z, (z + 1) NT / Z). Else whole sequences, the group's first one the first to start at or
+// after slot z NT / Z (fused_scan.cu); dense: all slots.
+__device__ __forceinline__ int2 scan_slots(const Geo& g, int z, int Z, bool split) {
+  if (split)
+    return {int(int64_t(z) * g.NT / Z), int(int64_t(z + 1) * g.NT / Z)};
   if (!g.N)
     return {0, g.NT};
   auto first = [&](int s) { return s >= g.N ? g.NT : min(max(g.cu[s], 0), g.T) / kC + s; };
@@ -241,6 +278,12 @@ __device__ __forceinline__ bool stamp_ok(const Geo& g, const Workspace& ws) {
   return !bad;
 }
 
+// A chunk's 64 G values (fp32) into shared memory by cp.async (the scans' stages).
+__device__ __forceinline__ void load_G(float* dst, const float* src) {
+  if (threadIdx.x < kC / 4)
+    cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
+}
+
 // Copies a ROWS x COLS bf16 tile from shared memory (row stride ld_src) to global memory (row
 // stride ld_dst) in 16-byte pieces; COLS a multiple of 8. THREADS threads share the copy, `t` the
 // caller's index among them.
@@ -255,10 +298,11 @@ __device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16
   }
 }
 
-// The scans' grid: value columns per CTA (see the header comment) and, when varlen, sequence
-// groups per value head (gridDim.z).
+// The scans' grid: value columns per CTA (see the header comment) and gridDim.z: when split, the
+// segments (split_segments), else, when varlen, sequence groups per value head.
 struct ScanGrid {
   int bv, groups;
+  bool split;
 };
 ScanGrid scan_grid(const Geo& geo, int sm_count);
 
@@ -274,6 +318,14 @@ std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, c
                              cudaStream_t st);
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st);
+// Split scans (fused_split.cu): each segment's end state and transition from its start (the
+// forward recurrence; bwd: the reverse one, from do and the final-state gradient), then the
+// combine into ws.seg_in, which the scans of launch_fwd_scan / launch_save_scan /
+// launch_bwd_scan start their segments from.
+std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
+                             cudaStream_t st);
+std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
+                             const float* dht, cudaStream_t st);
 std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                              Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
 

@@ -25,6 +25,9 @@
 // final-state gradient after the chunk behind a last one. The chunk map is read one chunk ahead, so
 // its loads overlap a chunk's compute. save_scan and the backward scan check the context's stamp
 // first (the backward given a context reads its chunk map).
+// Split rows (fused_split.cu, launched from here first): each CTA walks segment blockIdx.z and
+// starts from the state fused_split.cu combined for it (backward: the gradient leaving it), except
+// where its first (backward: last) slot starts (ends) a sequence.
 // The tiles the scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
 // shared-memory copies in coalesced 16-byte pieces: stored straight from the mma fragments, as
 // 4-byte pieces that each half-fill a sector, they made the backward scans L2-bound. (Hopper bulk
@@ -39,11 +42,6 @@ using chunked::store_acc_bf16;
 
 template <int BV>
 constexpr int kLdV = BV + 8; // padded row stride of BV-wide bf16 tiles
-
-__device__ __forceinline__ void load_G(float* dst, const float* src) {
-  if (threadIdx.x < kC / 4)
-    cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
-}
 
 // Warp tiles of a scan CTA of W warps over a BV-column slice: the state (128 x BV) as a 4 x W/4
 // grid of 32 x SN, and a 64 x BV phase-B product over a group of G warps as a G/4 x 4 grid of
@@ -93,6 +91,19 @@ __device__ __forceinline__ T* state_of(T* p, const Geo& geo, const Chunk& c, int
   return offset(p, (size_t(c.state) * geo.Hv + h) * kD * kD + tile);
 }
 
+// The split scans' fp32 [Dk, Dv] state of segment blockIdx.z of (b, value head) bh, from
+// ws.seg_in (fused_split.cu).
+__device__ __forceinline__ const float* segment_state(const float* seg, int bh, int tile) {
+  return seg + (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD + tile;
+}
+// The state a scan CTA starts from at its first slot c: the sequence's initial state (or zero)
+// when c starts one, else (split) the true state entering the segment.
+__device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk& c, const float* h0,
+                                                    const float* entering, int bh, int h,
+                                                    int tile) {
+  return c.first || !entering ? state_of(h0, geo, c, h, tile) : segment_state(entering, bh, tile);
+}
+
 template <int BV>
 struct FwdStage {
   bf16 w[kC * kLdD], q[kC * kLdD], k[kC * kLdD];
@@ -112,7 +123,8 @@ struct FwdSmem {
 
 template <int BV, int W>
 __global__ void __launch_bounds__(32 * W, 1)
-    fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht) {
+    fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht,
+                    const float* entering) {
   constexpr int ldv = kLdV<BV>, kT = 32 * W;
   using Tiles = ScanTiles<BV, W>;
   using Half = GroupTile<BV, W / 2>; // phase B: v_new on warps [0, W/2), P and o on the rest
@@ -137,13 +149,13 @@ __global__ void __launch_bounds__(32 * W, 1)
     load_G(s.G, ws.G + row0);
   };
 
-  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
   if (slots.x >= slots.y)
     return;
   const int tile = sr * kD + v0 + sc;
-  Chunk cur = chunk_at(geo, ws, b, slots.x); // the first slot starts a sequence
+  Chunk cur = chunk_at(geo, ws, b, slots.x);
   Acc<32, Tiles::SN> S;
-  load_state(S, state_of(h0, geo, cur, h, tile));
+  load_state(S, entry_state(geo, cur, h0, entering, bh, h, tile));
   issue(slots.x);
   cp_async_commit();
   for (int n = slots.x; n < slots.y; ++n) {
@@ -211,7 +223,7 @@ struct SaveSmem {
 
 template <int BV>
 __global__ void __launch_bounds__(kThreads, 1)
-    save_scan_kernel(Geo geo, Workspace ws, const float* h0) {
+    save_scan_kernel(Geo geo, Workspace ws, const float* h0, const float* entering) {
   constexpr int ldv = kLdV<BV>;
   extern __shared__ __align__(16) char smem_raw[];
   SaveSmem<BV>& sm = *reinterpret_cast<SaveSmem<BV>*>(smem_raw);
@@ -229,12 +241,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_G(s.G, ws.G + row0);
   };
 
-  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
   if (!stamp_ok(geo, ws) || slots.x >= slots.y)
     return;
   const int tile = sr * kD + v0 + sc;
   Acc<32, BV / 2> S;
-  load_state(S, state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, tile));
+  load_state(S, entry_state(geo, chunk_at(geo, ws, b, slots.x), h0, entering, bh, h, tile));
   issue(slots.x);
   cp_async_commit();
   for (int n = slots.x; n < slots.y; ++n) {
@@ -292,7 +304,8 @@ struct BwdSmem {
 
 template <int BV, int W>
 __global__ void __launch_bounds__(32 * W, 1)
-    bwd_scan_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht, float* dh0) {
+    bwd_scan_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht, float* dh0,
+                    const float* entering) {
   constexpr int ldv = kLdV<BV>, kT = 32 * W;
   using Tiles = ScanTiles<BV, W>;
   using All = GroupTile<BV, W>; // phase B on every warp
@@ -305,7 +318,7 @@ __global__ void __launch_bounds__(32 * W, 1)
   const All pb(warp);
   const int pr = pb.r0, pc = pb.c0;
 
-  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z);
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
   if (!stamp_ok(geo, ws) || slots.x >= slots.y)
     return;
   auto issue = [&](int n, const Chunk& c) {
@@ -325,7 +338,9 @@ __global__ void __launch_bounds__(32 * W, 1)
   Chunk cur = chunk_at(geo, ws, b, slots.y - 1);
   Chunk prev = slots.y - 1 > slots.x ? chunk_at(geo, ws, b, slots.y - 2) : Chunk{};
   Acc<32, Tiles::SN> dS;
-  load_state(dS, cur.last ? state_of(dht, geo, cur, h, tile) : nullptr);
+  load_state(dS, cur.last   ? state_of(dht, geo, cur, h, tile)
+                 : entering ? segment_state(entering, bh, tile)
+                            : nullptr);
   issue(slots.y - 1, cur);
   cp_async_commit();
   for (int n = slots.y - 1; n >= slots.x; --n) {
@@ -394,36 +409,54 @@ std::string launch(Kernel kernel, size_t smem, const Geo& geo, ScanGrid sg, int 
 
 } // namespace
 
-// Varlen: as many sequence groups per value head as fill one wave of 128-column CTAs (at most N).
+// Split (split_segments) when the (batch, value head) pairs alone would leave SMs idle; else
+// (varlen) as many sequence groups per value head as fill one wave of 128-column CTAs (at most N).
 ScanGrid scan_grid(const Geo& geo, int sm_count) {
-  const int groups = geo.N ? std::max(1, std::min(geo.N, sm_count / geo.Hv)) : 1;
-  return {4 * geo.B * geo.Hv * groups >= 3 * sm_count ? 128 : 64, groups};
+  const int segments = split_segments(geo.B, geo.Hv, geo.NT);
+  const int groups = segments > 1 ? segments
+                     : geo.N      ? std::max(1, std::min(geo.N, sm_count / geo.Hv))
+                                  : 1;
+  return {4 * geo.B * geo.Hv * groups >= 3 * sm_count ? 128 : 64, groups, segments > 1};
 }
 
 // Warps per scan CTA: the forward scan takes 16 for 64 columns (at the 397B shape: 256 against 280
 // us with its saves) and 8 for 128, where the registers allow no more; the backward scan keeps 8
-// (248 against 233 us with 16 at 64 columns).
+// (248 against 233 us with 16 at 64 columns). Split: the segments' end states and transitions and
+// their combine first (fused_split.cu), then the same scans from the true entering states.
 std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                             Ref<bf16> o, float* ht, cudaStream_t st) {
+  if (sg.split)
+    if (std::string e = launch_split_fwd(geo, sg, ws, h0, st); !e.empty())
+      return e;
+  const float* in = sg.split ? ws.seg_in : nullptr;
   return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
-                               h0, o, ht)
+                               h0, o, ht, in)
                       : launch(fwd_scan_kernel<64, 16>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
-                               h0, o, ht);
+                               h0, o, ht, in);
 }
 
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                              cudaStream_t st) {
-  return sg.bv == 128
-             ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st, ws, h0)
-             : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st, ws, h0);
+  if (sg.split)
+    if (std::string e = launch_split_fwd(geo, sg, ws, h0, st); !e.empty())
+      return e;
+  const float* in = sg.split ? ws.seg_in : nullptr;
+  return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
+                               ws, h0, in)
+                      : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st,
+                               ws, h0, in);
 }
 
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st) {
+  if (sg.split)
+    if (std::string e = launch_split_bwd(geo, sg, ws, d_o, dht, st); !e.empty())
+      return e;
+  const float* in = sg.split ? ws.seg_in : nullptr;
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
-                               d_o, dht, dh0)
+                               d_o, dht, dh0, in)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,
-                               d_o, dht, dh0);
+                               d_o, dht, dh0, in);
 }
 
 } // namespace qr::gdn::fused

@@ -8,7 +8,12 @@
 //   determinism: two runs of each non-reference backend give bit-identical outputs
 //   varlen:      packed sequences (cu_seqlens) against the CPU oracle or `reference`, and `fused`
 //                against its own dense runs of each sequence alone, which must match bit for bit
-//                (the chunks and their math are the same); `chunked` must refuse them
+//                (the chunks and their math are the same) unless the packed run splits its row
+//                into segments (fused_split.cu); `chunked` must refuse them
+//   split:       shapes whose few (batch, value head) pairs make `fused` split each row into
+//                segments (fused.cuh, split_segments) sit in the oracle, agreement, stability,
+//                determinism and varlen suites: lengths off the chunk and segment grid, initial
+//                and final states, strong decay and none, one long sequence among many short
 //   checks:      the device-side input checks (Backend::input_error): a positive gate, bad
 //                cu_seqlens, a saved context from another shape or options, or none at all
 // A backend that keeps a saved context (fused) is checked on both paths: training (the forward
@@ -16,6 +21,7 @@
 // Every output buffer is poisoned with NaN before each run. Errors are relative L2 norms
 // |x - ref| / |ref| per output. `--quick` runs a small subset (CTest and compute-sanitizer).
 #include "cpu_reference.h"
+#include "fused.cuh"
 #include "harness.h"
 
 #include <algorithm>
@@ -287,6 +293,13 @@ std::vector<int> ragged(int n, int max_len, unsigned seed) {
   return v;
 }
 
+// One long sequence among `n` short ones (1 to `max_short` tokens), at position `at`.
+std::vector<int> long_among_short(int long_len, int n, int max_short, int at, unsigned seed) {
+  std::vector<int> v = ragged(n, max_short, seed);
+  v.insert(v.begin() + at, long_len);
+  return v;
+}
+
 Shape varlen_shape(const std::vector<int>& lens, int hk, int hv) {
   int T = 0;
   for (int l : lens)
@@ -384,6 +397,12 @@ void varlen_suite(const std::vector<std::vector<int>>& cases, int hk, int hv, bo
                  name, compare(data, ref.at(name)), tol_for(be->name(), false));
         if (be->name() != "fused" || s.sequences > 64)
           continue;
+        if (fused::split_segments(s) > 1) { // the dense runs cut other segments
+          std::printf("%-11s %-44s split into %d segments: no bit comparison with dense runs\n",
+                      "varlen", (path_name(*be, train) + " " + describe(s, o, in)).c_str(),
+                      fused::split_segments(s));
+          continue;
+        }
         // Each sequence alone, dense: the same chunks, so the same bits.
         const size_t T = size_t(s.seq_len), N = size_t(s.sequences);
         size_t differ = 0;
@@ -504,10 +523,14 @@ int main(int argc, char** argv) {
     // (1,70,4,100): 200 chunked scan CTAs, more than an H200's 132 SMs, so chunked's scans take
     // their one-stage path, and 100 value heads fill 3/4 of the SMs, so fused's scans take 128
     // value columns per CTA; (1,130,1,4) takes fused's 64-column path.
-    agreement_suite({{shape(1, 130, 1, 4), true, true}, {shape(1, 70, 4, 100), true, true}}, bes,
-                    "agreement");
+    // (1,4100,1,1): 65 chunks, one value head: fused splits it into 4 segments.
+    agreement_suite({{shape(1, 130, 1, 4), true, true},
+                     {shape(1, 70, 4, 100), true, true},
+                     {shape(1, 4100, 1, 1), true, true}},
+                    bes, "agreement");
     determinism_suite(shape(1, 130, 1, 2), bes);
-    varlen_suite({{1, 65, 3, 130, 64, 1, 7}}, 1, 2, true, bes);
+    // The second: 4 segments, cutting the 3000-token sequence twice.
+    varlen_suite({{1, 65, 3, 130, 64, 1, 7}, {3000, 5, 70, 64, 1, 1000, 33}}, 1, 1, true, bes);
     checks_suite(bes);
   } else {
     oracle_suite({{shape(1, 64, 1, 1), true, false},
@@ -523,15 +546,24 @@ int main(int argc, char** argv) {
                      {shape(2, 300, 16, 64), true, true}, // chunked one-stage, fused 128 columns
                      // fused's backward scans side by side at 128 columns (2 x 48 CTAs; the
                      // 64-column grid, 2 x 96, would not fit one wave of an H200)
-                     {shape(1, 300, 4, 48), true, true}},
+                     {shape(1, 300, 4, 48), true, true},
+                     {shape(1, 8200, 2, 4), true, true},     // fused: 8 segments
+                     {shape(2, 5000, 1, 3), false, true},    // fused: 4 segments per batch row
+                     {shape(1, 16384, 16, 32), true, true}}, // fused: 4 segments, 128 columns
                     bes, "agreement");
     fd_suite(bes);
     agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100
-                     {shape(1, 16384, 1, 2), true, true, 0.f}}, // no decay, 16K tokens
+                     {shape(1, 4500, 1, 2), true, true, 30.f},  // the same, split
+                     {shape(1, 16384, 1, 2), true, true, 0.f}}, // no decay, 16K tokens, split
                     bes, "stability");
     determinism_suite(shape(2, 1000, 2, 4), bes);
+    determinism_suite(shape(1, 8200, 2, 4), bes); // split
     varlen_suite({{1, 65, 3, 130, 64, 1, 7}, ragged(40, 300, 1)}, 2, 4, true, bes);
     varlen_suite({ragged(16, 2000, 2), {4096, 1, 4095}}, 4, 16, false, bes);
+    varlen_suite({ragged(16, 500, 7)}, 16, 64, false, bes); // sequence groups, no split
+    // Split packed rows: one sequence alone, a long one among short ones (first, in the middle).
+    varlen_suite({{5000}, long_among_short(6000, 60, 100, 0, 5)}, 1, 2, true, bes);
+    varlen_suite({long_among_short(12000, 200, 150, 90, 6), {4000, 4000, 4001}}, 4, 16, false, bes);
     varlen_suite({ragged(1000, 40, 3), ragged(10000, 3, 4)}, 1, 2, false, bes);
     checks_suite(bes);
   }
