@@ -2,15 +2,11 @@
 // key head) looping over the key head's value heads so dq and dk sum over the group in registers.
 // 16 warps of at most 128 registers (twice the other kernels' warps, to hide the load and mma
 // latencies): a 4 x 4 grid of 16 x 32 warp tiles over the 64 x 128 tiles and of 16 x 16 ones over
-// the 64 x 64 tiles. The products run on wgmma on sm_90a, warpgroup g (warps 4g .. 4g + 3) taking
-// the 64 x 32 (64 x 16) column band of its warps, and on mma.sync elsewhere (hopper_wgmma.cuh:
-// the tiles' layouts, and why the epilogues are the same code on both). On wgmma the whole
-// warpgroup takes part in the products masked to the lower triangle and in the full k range of
-// those with the triangular A; mma.sync skips the warp tiles and k-steps that meet only zeros. The
-// math is chunked_bwd_intra.cu's; the normalised q, k, their rstd and A = (I + L)^-1 come from
-// fused_prep.cu's workspace instead of being recomputed. Each tile of the next value head streams
-// in (cp.async) as soon as its buffer is dead, and each head waits for its tiles in the order it
-// uses them; v reuses the dSL buffer, dw the v_new one, and A and dA swap buffers every head.
+// the 64 x 64 tiles. The math is chunked_bwd_intra.cu's; the normalised q, k, their rstd and
+// A = (I + L)^-1 come from fused_prep.cu's workspace instead of being recomputed. Each tile of the
+// next value head streams in (cp.async) as soon as its buffer is dead, and each head waits for its
+// tiles in the order it uses them; v reuses the dSL buffer, dw the v_new one, and A and dA swap
+// buffers every head.
 //
 // Per value head, with S0 / dSL the state entering / gradient of the state leaving the chunk (from
 // the scans), nu / dnu = v_new and its gradient, D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl -
@@ -30,7 +26,6 @@
 // Each CTA first checks the context's stamp; varlen slots come from the chunk map, and an unused
 // slot returns at once.
 #include "fused.cuh"
-#include "hopper_wgmma.cuh"
 
 namespace qr::gdn::fused {
 namespace {
@@ -40,15 +35,6 @@ using chunked::add_row_sums;
 using chunked::Parts;
 using chunked::store_acc_bf16;
 using chunked::sum_parts;
-using tiles::kWgmma;
-using tiles::load_tile;
-using tiles::mma_wait;
-using tiles::store_acc;
-using tiles::sync_tiles;
-using tiles::tile_mma;
-using TileD = tiles::Tile<kC, kD>; // 64 x 128: q, k, do, v_new, dv_new, v, dw
-using TileS = tiles::Tile<kD, kD>; // 128 x 128: S0, dSL
-using TileC = tiles::Tile<kC, kC>; // 64 x 64: A, dA, dA A^T, dQKs, Psym
 
 constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
 // The slots of a Parts: warp w's row sums go to slot w / 4 (its column band), its column sums to
@@ -56,11 +42,11 @@ constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
 constexpr int kSlots = 8;
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
 
-// part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t a bf16 tile in
-// shared memory read in the fragment's column pairs.
-template <bool kSet = false, int WM, int WN, int R, int C>
+// part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
+// memory (row stride ld) read in the fragment's column pairs.
+template <bool kSet = false, int WM, int WN>
 __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
-                                             int slot, tiles::Tile<R, C> t) {
+                                             int slot, const bf16* t, int ld) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int i = 0; i < Acc<WM, WN>::MI; ++i)
@@ -71,7 +57,7 @@ __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, P
 #pragma unroll
       for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
         const float2 y = __bfloat1622float2(
-            *reinterpret_cast<const __nv_bfloat162*>(&t(row, n0 + 8 * j + 2 * (lane % 4))));
+            *reinterpret_cast<const __nv_bfloat162*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
         s += acc.c[i][j][2 * hi] * y.x;
         s += acc.c[i][j][2 * hi + 1] * y.y;
       }
@@ -84,9 +70,9 @@ __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, P
 }
 
 // part[slot][col] += sum over the warp tile's rows of value * t(row, col), t as in add_row_dots.
-template <bool kSet = false, int WM, int WN, int R, int C>
+template <bool kSet = false, int WM, int WN>
 __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, Parts& part,
-                                             int slot, tiles::Tile<R, C> t) {
+                                             int slot, const bf16* t, int ld) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
@@ -96,8 +82,8 @@ __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, P
     for (int i = 0; i < Acc<WM, WN>::MI; ++i)
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const float2 y = __bfloat1622float2(
-            *reinterpret_cast<const __nv_bfloat162*>(&t(m0 + 16 * i + lane / 4 + 8 * hi, col)));
+        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
+            t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
         s0 += acc.c[i][j][2 * hi] * y.x;
         s1 += acc.c[i][j][2 * hi + 1] * y.y;
       }
@@ -112,17 +98,28 @@ __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, P
   }
 }
 
-// 224.5 KB, one CTA per SM. The tiles come first, each a multiple of 1024 bytes, so that each
-// starts 1024-byte aligned as the swizzled layout needs.
+// acc += A B over the 16-wide k-steps in [k_lo, k_hi) (warp-uniform multiples of 16) of a K = kC
+// product: the products with the triangular A and dA skip the steps that meet only their zeros.
+template <Lay LA, Lay LB, int WM, int WN>
+__device__ __forceinline__ void warp_mma_k(Acc<WM, WN>& acc, const bf16* A, int lda, const bf16* B,
+                                           int ldb, int m0, int n0, int k_lo, int k_hi) {
+#pragma unroll
+  for (int k0 = 0; k0 < kC; k0 += 16)
+    if (k0 >= k_lo && k0 < k_hi)
+      warp_mma<LA, LB, 16>(acc, A + (LA == Lay::MK ? k0 : k0 * lda), lda,
+                           B + (LB == Lay::NK ? k0 : k0 * ldb), ldb, m0, n0);
+}
+
+// 224.5 KB, one CTA per SM.
 struct IntraSmem {
-  bf16 q[TileD::kElems], k[TileD::kElems]; // normalised, shared by the group
-  bf16 d_o[TileD::kElems];
-  bf16 nu[TileD::kElems]; // v_new, then dw
-  bf16 dnu[TileD::kElems];
-  bf16 s0[TileS::kElems], dsl[TileS::kElems]; // dsl: dSL, then v (a TileD)
-  bf16 ab[2][TileC::kElems]; // A and dA, swapping roles every head; after the loop dQKs and Psym
+  bf16 q[kC * kLdD], k[kC * kLdD]; // normalised, shared by the group
+  bf16 d_o[kC * kLdD];
+  bf16 nu[kC * kLdD]; // v_new, then dw
+  bf16 dnu[kC * kLdD];
+  bf16 s0[kD * kLdD], dsl[kD * kLdD]; // dsl: dSL, then v in its first 64 rows
+  bf16 ab[2][kC * kLdC]; // A and dA, swapping roles every head; after the loop dQKs and Psym
   union {
-    bf16 t2[TileC::kElems]; // dA A^T, per head
+    bf16 t2[kC * kLdC]; // dA A^T, per head
     struct {
       Parts dotq, dotk; // after the last head: the l2-backward row dots of dq and dk
     } l2;
@@ -137,13 +134,11 @@ struct IntraSmem {
   Parts dG, dB, cl, cw;
   float s0dsl[kWarps];
 };
-static_assert(TileD::kElems * 2 % 1024 == 0 && TileS::kElems * 2 % 1024 == 0 &&
-              TileC::kElems * 2 % 1024 == 0 && offsetof(IntraSmem, r) % 1024 == 0);
 
 __global__ void __launch_bounds__(kIntraThreads, 1)
     bwd_intra_kernel(Geo geo, FwdInputs in, Workspace ws, Ref<const bf16> d_o, Ref<bf16> dq_out,
                      Ref<bf16> dk_out, Ref<bf16> dv_out, Ref<bf16> db_out, Ref<float> dg_out) {
-  extern __shared__ __align__(1024) char smem_raw[];
+  extern __shared__ __align__(16) char smem_raw[];
   IntraSmem& sm = *reinterpret_cast<IntraSmem*>(smem_raw);
   const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
   if (!stamp_ok(geo, ws))
@@ -157,17 +152,13 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4), nn = 16 * (warp / 4);
   const int rs = warp / 4, cs = 4 + warp % 4;
   // the 64 x 64 tile is above the diagonal: zero in the masked products (dQK, dA, dL) and in A,
-  // so those warps skip the sums they would feed, and on mma.sync the products too (wgmma takes
-  // the whole warpgroup)
-  const bool upper = nn > m0, masked_mma = kWgmma || !upper;
+  // so those warps skip them and the sums they would feed
+  const bool upper = nn > m0;
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
-  const TileD q{sm.q}, k{sm.k}, dO{sm.d_o}, nu{sm.nu}, dnu{sm.dnu}, v{sm.dsl};
-  const TileS s0{sm.s0}, dsl{sm.dsl};
-  const TileC t2{sm.r.t2};
 
   const size_t krow0 = (size_t(blockIdx.y) * geo.NT + n) * kC;
-  load_tile<kIntraThreads>(q, ws.qn + krow0 * kD, kD, kC);
-  load_tile<kIntraThreads>(k, ws.kn + krow0 * kD, kD, kC);
+  load_tile_async<kC, kD, kIntraThreads>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+  load_tile_async<kC, kD, kIntraThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
   cp_async_commit();
   if (tid < kC) {
     sm.rq[tid] = ws.rq[krow0 + tid];
@@ -179,19 +170,27 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     return (size_t(b * geo.Hv + hk * geo.group + rr) * geo.NT + n) * kD * kD;
   };
   auto issue_do = [&](int rr) {
-    load_tile<kIntraThreads>(dO, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
+    load_tile_async<kC, kD, kIntraThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st,
+                                           L);
   };
   auto issue_v = [&](int rr) {
-    load_tile<kIntraThreads>(v, in.v.at(b, t0, hk * geo.group + rr), in.v.st, L);
+    load_tile_async<kC, kD, kIntraThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr),
+                                           in.v.st, L);
   };
-  auto issue_nu = [&](int rr) { load_tile<kIntraThreads>(nu, ws.nu + vrow_of(rr) * kD, kD, kC); };
+  auto issue_nu = [&](int rr) {
+    load_tile_async<kC, kD, kIntraThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD, kC);
+  };
   auto issue_dnu = [&](int rr) {
-    load_tile<kIntraThreads>(dnu, ws.dnu + vrow_of(rr) * kD, kD, kC);
+    load_tile_async<kC, kD, kIntraThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD, kC);
   };
-  auto issue_s0 = [&](int rr) { load_tile<kIntraThreads>(s0, ws.h + st_of(rr), kD, kD); };
-  auto issue_dsl = [&](int rr) { load_tile<kIntraThreads>(dsl, ws.dh + st_of(rr), kD, kD); };
+  auto issue_s0 = [&](int rr) {
+    load_tile_async<kD, kD, kIntraThreads>(sm.s0, kLdD, ws.h + st_of(rr), kD, kD);
+  };
+  auto issue_dsl = [&](int rr) {
+    load_tile_async<kD, kD, kIntraThreads>(sm.dsl, kLdD, ws.dh + st_of(rr), kD, kD);
+  };
   auto issue_a = [&](int rr) {
-    load_tile<kIntraThreads>(TileC{sm.ab[rr & 1]}, ws.a + vrow_of(rr) * kC, kC, kC);
+    load_tile_async<kC, kC, kIntraThreads>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC, kC);
   };
   float nG = 0.f, nGl = 0.f, nbeta = 0.f; // the next head's G, Gl, beta of row tid, in flight
   auto load_scalars = [&](int rr) {
@@ -214,14 +213,13 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   cp_async_commit();
   load_scalars(0);
   cp_async_wait<3>();
-  sync_tiles();
+  __syncthreads();
   { // raw Q K^T and K K^T, once per key head; the sums start at zero
     Acc<16, 16> a1, a2;
     a1.zero();
     a2.zero();
-    tile_mma<Lay::MK, Lay::NK, kD>(a1, q, k, m0, nn);
-    tile_mma<Lay::MK, Lay::NK, kD>(a2, k, k, m0, nn);
-    mma_wait(a1, a2);
+    warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.q, kLdD, sm.k, kLdD, m0, nn);
+    warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.k, kLdD, sm.k, kLdD, m0, nn);
     a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
       const int i = m0 + r, j = nn + c;
       sm.qkkk[i * kLdF + j] = i >= j ? x1 : x2;
@@ -238,7 +236,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   for (int rr = 0; rr < geo.group; ++rr) {
     const int h = hk * geo.group + rr;
     const bool next = rr + 1 < geo.group;
-    const TileC A{sm.ab[rr & 1]}, dA{sm.ab[(rr + 1) & 1]};
+    const bf16* const A = sm.ab[rr & 1];
+    bf16* const dA = sm.ab[(rr + 1) & 1];
     float *const G = sm.G[rr & 1], *const gam = sm.gam[rr & 1], *const el = sm.el[rr & 1],
                  *const beta = sm.beta[rr & 1];
     if (tid < kC) {
@@ -248,32 +247,26 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       beta[tid] = nbeta;
     }
     cp_async_wait<2>();
-    sync_tiles(); // do and S0 have landed; the previous head's tail has read the sums
+    __syncthreads(); // do and S0 have landed; the previous head's tail has read the sums
 
     // dq += scale Gm .* (do S0^T); dG += row dots with q
     X.zero();
-    tile_mma<Lay::MK, Lay::NK, kD>(X, dO, s0, m0, n0);
-    mma_wait(X);
+    warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
-    add_row_dots<true>(X, m0, n0, sm.dG, rs, q);
+    add_row_dots<true>(X, m0, n0, sm.dG, rs, sm.q, kLdD);
     dq.add(X);
     cp_async_wait<1>();
-    sync_tiles(); // v_new and dSL have landed
-    // dk += El .* (nu dSL^T); the row dots with k go to cl (dG_i -= cl_i, dG_last += sum cl).
-    // Beside it a = do nu^T, for dQK.
+    __syncthreads(); // v_new and dSL have landed
+    // dk += El .* (nu dSL^T); the row dots with k go to cl (dG_i -= cl_i, dG_last += sum cl)
     X.zero();
-    tile_mma<Lay::MK, Lay::NK, kD>(X, nu, dsl, m0, n0);
-    Acc<16, 16> a;
-    if (masked_mma) {
-      a.zero();
-      tile_mma<Lay::MK, Lay::NK, kD>(a, dO, nu, m0, nn);
-    }
-    mma_wait<1>(X);
+    warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
     X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
-    add_row_dots<true>(X, m0, n0, sm.cl, rs, k);
+    add_row_dots<true>(X, m0, n0, sm.cl, rs, sm.k, kLdD);
     dk.add(X);
-    mma_wait(a);
     if (!upper) { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
+      Acc<16, 16> a;
+      a.zero();
+      warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
       a.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
         const float gi = G[i];
@@ -298,8 +291,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
 #pragma unroll
       for (int it = 0; it < kD * kD / 8 / kIntraThreads; ++it) {
         const int e = tid + it * kIntraThreads, i = e / (kD / 8), j = 8 * (e % (kD / 8));
-        const uint4 a4 = *reinterpret_cast<const uint4*>(&s0(i, j));
-        const uint4 d4 = *reinterpret_cast<const uint4*>(&dsl(i, j));
+        const uint4 a4 = *reinterpret_cast<const uint4*>(sm.s0 + i * kLdD + j);
+        const uint4 d4 = *reinterpret_cast<const uint4*>(sm.dsl + i * kLdD + j);
         const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a4);
         const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&d4);
 #pragma unroll
@@ -313,7 +306,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         sm.s0dsl[warp] = s;
     }
     cp_async_wait<0>();
-    sync_tiles(); // dv_new and A have landed; do, v_new and dSL are dead
+    __syncthreads(); // dv_new and A have landed; do, v_new and dSL are dead
     issue_v(rr);
     cp_async_commit();
     if (next)
@@ -321,91 +314,80 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     cp_async_commit();
     // dw = -dnu S0^T, kept in the nu buffer
     X.zero();
-    tile_mma<Lay::MK, Lay::NK, kD>(X, dnu, s0, m0, n0);
-    mma_wait(X);
+    warp_mma<Lay::MK, Lay::NK, kD>(X, sm.dnu, kLdD, sm.s0, kLdD, m0, n0);
     X.each([](int, int, float& x) { x = -x; });
-    store_acc(X, nu, m0, n0);
+    store_acc_bf16(X, sm.nu + m0 * kLdD + n0, kLdD);
     // dv = beta .* (A^T dnu)
     X.zero();
-    tile_mma<Lay::KM, Lay::KN, kC>(X, A, dnu, m0, n0, kWgmma ? 0 : m0);
-    mma_wait(X);
+    warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.dnu, kLdD, m0, n0, m0, kC);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r]; });
     store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
     cp_async_wait<1>();
-    sync_tiles(); // v has landed, dw is complete, S0 is dead
+    __syncthreads(); // v has landed, dw is complete, S0 is dead
     if (next)
       issue_s0(rr + 1);
     cp_async_commit();
 
-    if (masked_mma) { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)) (on mma.sync its
-      // tiles above the diagonal are never read; wgmma's dA A^T reads the zeros written there);
-      // dbeta += column sums of A .* (dnu V^T), the row dots of A^T dnu with v
+    if (!upper) { // dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)) (its tiles above
+      // the diagonal are never read); dbeta += column sums of A .* (dnu V^T), the row dots of
+      // A^T dnu with v
       Acc<16, 16> a1, a2;
       a1.zero();
       a2.zero();
-      tile_mma<Lay::MK, Lay::NK, kD>(a1, dnu, v, m0, nn);
-      tile_mma<Lay::MK, Lay::NK, kD>(a2, nu, k, m0, nn);
-      mma_wait(a1, a2);
-      if (!upper)
-        add_col_dots<true>(a1, m0, nn, sm.dB, cs, A);
+      warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, m0, nn);
+      warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, sm.k, kLdD, m0, nn);
+      add_col_dots<true>(a1, m0, nn, sm.dB, cs, A, kLdC);
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = m0 + r, j = nn + c;
         const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
-        dA(i, j) = __float2bfloat16(da);
+        dA[i * kLdC + j] = __float2bfloat16(da);
       });
     }
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
-    tile_mma<Lay::KM, Lay::KN, kC>(X, A, nu, m0, n0, kWgmma ? 0 : m0);
-    mma_wait(X);
-    add_row_dots<true>(X, m0, n0, sm.cw, rs, k);
+    warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.nu, kLdD, m0, n0, m0, kC);
+    add_row_dots<true>(X, m0, n0, sm.cw, rs, sm.k, kLdD);
     X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
     dk.add(X);
-    sync_tiles(); // v and dw are dead, dA is complete
+    __syncthreads(); // v and dw are dead
     if (next) {
       issue_nu(rr + 1);
       issue_dsl(rr + 1);
     }
     cp_async_commit();
-    { // t2 = dA A^T, over k <= min(i, j) on mma.sync (wgmma: all of k, the rest meets dA's zeros)
+    { // t2 = dA A^T, over k <= min(i, j)
       Acc<16, 16> z;
       z.zero();
-      tile_mma<Lay::MK, Lay::NK, kC>(z, dA, A, m0, nn, 0, kWgmma ? kC : min(m0, nn) + 16);
-      mma_wait(z);
-      store_acc(z, t2, m0, nn);
+      warp_mma_k<Lay::MK, Lay::NK>(z, dA, kLdC, A, kLdC, m0, nn, 0, min(m0, nn) + 16);
+      store_acc_bf16(z, sm.r.t2 + m0 * kLdC + nn, kLdC);
     }
-    sync_tiles(); // dv_new and dA are dead
+    __syncthreads(); // dv_new and dA are dead
     if (next) {
       issue_dnu(rr + 1);
       issue_a(rr + 1);
       load_scalars(rr + 1);
     }
     cp_async_commit();
-    { // dL = -A^T t2 (strictly lower) -> dbeta, dG; dP = dL .* beta_i D -> sums
+    if (!upper) { // dL = -A^T t2 (strictly lower) -> dbeta, dG; dP = dL .* beta_i D -> sums
       Acc<16, 16> dl;
-      if (masked_mma) {
-        dl.zero();
-        tile_mma<Lay::KM, Lay::KN, kC>(dl, A, t2, m0, nn, kWgmma ? 0 : m0);
-      }
-      mma_wait(dl);
-      if (!upper) {
-        dl.each_pair([&](int r, int c, float& x0, float& x1) {
-          const int i = m0 + r, j = nn + c;
-          const float gi = G[i], bi = beta[i];
-          const float2 gj = *reinterpret_cast<const float2*>(G + j);
-          const float d0 = i > j ? -x0 * __expf(gi - gj.x) : 0.f;
-          const float d1 = i > j + 1 ? -x1 * __expf(gi - gj.y) : 0.f;
-          if (i > j)
-            sm.sums[j * kLdF + i] += d0 * bi;
-          if (i > j + 1)
-            sm.sums[(j + 1) * kLdF + i] += d1 * bi;
-          x0 = d0 * sm.qkkk[j * kLdF + i];
-          x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
-        });
-        add_row_sums<true>(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
-        add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
-        add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
-      }
+      dl.zero();
+      warp_mma_k<Lay::KM, Lay::KN>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn, m0, kC);
+      dl.each_pair([&](int r, int c, float& x0, float& x1) {
+        const int i = m0 + r, j = nn + c;
+        const float gi = G[i], bi = beta[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G + j);
+        const float d0 = i > j ? -x0 * __expf(gi - gj.x) : 0.f;
+        const float d1 = i > j + 1 ? -x1 * __expf(gi - gj.y) : 0.f;
+        if (i > j)
+          sm.sums[j * kLdF + i] += d0 * bi;
+        if (i > j + 1)
+          sm.sums[(j + 1) * kLdF + i] += d1 * bi;
+        x0 = d0 * sm.qkkk[j * kLdF + i];
+        x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
+      });
+      add_row_sums<true>(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
+      add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
+      add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
 
@@ -452,37 +434,35 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   }
 
   // dq += dQKs k, dk += dQKs^T q + Psym k with dQKs = sum dQK and Psym = sum (dP + dP^T)
-  const TileC dqks{sm.ab[0]}, psym{sm.ab[1]};
   for (int e = tid; e < kC * kC; e += kIntraThreads) {
     const int i = e / kC, j = e % kC;
     const float c = sm.sums[i * kLdF + j];
-    dqks(i, j) = __float2bfloat16(i >= j ? c : 0.f);
-    psym(i, j) = __float2bfloat16(i < j ? c : i > j ? sm.sums[j * kLdF + i] : 0.f);
+    sm.ab[0][i * kLdC + j] = __float2bfloat16(i >= j ? c : 0.f);
+    sm.ab[1][i * kLdC + j] = __float2bfloat16(i < j ? c : i > j ? sm.sums[j * kLdF + i] : 0.f);
   }
   if (tid < kC)
     for (int w = 0; w < kSlots; ++w)
       sm.r.l2.dotq[w][tid] = sm.r.l2.dotk[w][tid] = 0.f;
-  sync_tiles();
-  tile_mma<Lay::MK, Lay::KN, kC>(dq, dqks, k, m0, n0);
-  tile_mma<Lay::KM, Lay::KN, kC>(dk, dqks, q, m0, n0);
-  tile_mma<Lay::MK, Lay::KN, kC>(dk, psym, k, m0, n0);
-  mma_wait(dq, dk);
+  __syncthreads();
+  warp_mma<Lay::MK, Lay::KN, kC>(dq, sm.ab[0], kLdC, sm.k, kLdD, m0, n0);
+  warp_mma<Lay::KM, Lay::KN, kC>(dk, sm.ab[0], kLdC, sm.q, kLdD, m0, n0);
+  warp_mma<Lay::MK, Lay::KN, kC>(dk, sm.ab[1], kLdC, sm.k, kLdD, m0, n0);
   if (geo.l2) { // through the normalisation: dx = rstd (dxn - xn (xn . dxn))
-    add_row_dots(dq, m0, n0, sm.r.l2.dotq, rs, q);
-    add_row_dots(dk, m0, n0, sm.r.l2.dotk, rs, k);
+    add_row_dots(dq, m0, n0, sm.r.l2.dotq, rs, sm.q, kLdD);
+    add_row_dots(dk, m0, n0, sm.r.l2.dotk, rs, sm.k, kLdD);
     __syncthreads();
-    auto l2_bwd = [&](Acc<16, 32>& dx, TileD xn, const Parts& dot, const float* rstd) {
+    auto l2_bwd = [&](Acc<16, 32>& dx, const bf16* xn, const Parts& dot, const float* rstd) {
       dx.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r;
         const float2 y =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xn(i, n0 + c)));
+            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xn + i * kLdD + n0 + c));
         const float d = sum_parts(dot, i), rs = rstd[i];
         x0 = rs * (x0 - y.x * d);
         x1 = rs * (x1 - y.y * d);
       });
     };
-    l2_bwd(dq, q, sm.r.l2.dotq, sm.rq);
-    l2_bwd(dk, k, sm.r.l2.dotk, sm.rk);
+    l2_bwd(dq, sm.q, sm.r.l2.dotq, sm.rq);
+    l2_bwd(dk, sm.k, sm.r.l2.dotk, sm.rk);
   }
   store_acc_bf16(dq, dq_out.at(b, t0 + m0, hk) + n0, dq_out.st, L - m0);
   store_acc_bf16(dk, dk_out.at(b, t0 + m0, hk) + n0, dk_out.st, L - m0);

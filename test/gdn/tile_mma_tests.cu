@@ -1,4 +1,4 @@
-// GPU test of hopper_wgmma.cuh: every shape of tile product that fused_bwd_intra.cu issues (each
+// GPU test of hopper_wgmma.cuh: every shape of tile product that bwd_intra's gradients need (each
 // operand major, 16- and 32-wide warp tiles, 64- and 128-deep products, partial k ranges, tiles
 // of 64 and 128 rows), on random bf16 tiles, against a double-precision host product of
 // the same bf16 values. Built for sm_90a it checks the wgmma path (swizzled layout, descriptors,
