@@ -71,14 +71,6 @@ __device__ __forceinline__ void load_tile(Tile<ROWS, COLS> t, const bf16* src, i
   }
 }
 
-// Writes a warp's accumulator tile (origin m0, n0) into t as bf16.
-template <int WN, int ROWS, int COLS>
-__device__ __forceinline__ void store_acc(Acc<16, WN>& acc, Tile<ROWS, COLS> t, int m0, int n0) {
-  acc.each_pair([&](int r, int c, float& x0, float& x1) {
-    *reinterpret_cast<__nv_bfloat162*>(&t(m0 + r, n0 + c)) = __floats2bfloat162_rn(x0, x1);
-  });
-}
-
 #if QR_GDN_WGMMA
 namespace wgmma {
 
