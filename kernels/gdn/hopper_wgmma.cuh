@@ -20,6 +20,9 @@
 // here spans at most one block along M / N (M = 64, N <= 32). A k-step of 16 starts 32 bytes
 // further along the row (K-major) or 16 rows (2048 bytes) further down (MN-major); the hardware
 // applies the swizzle to the address it forms, so the base offset stays 0.
+// (Also verified on the H200, then dropped as slower for bwd_intra: the no-swizzle layout of 8 x 8
+// core matrices, 128 contiguous bytes each, with the leading byte offset the step between core
+// matrices adjacent along K and the stride byte offset the step along M / N, for both majors.)
 //
 // Warp tiles. A product's warp tile is rows m0 .. m0 + 15, columns n0 .. n0 + WN - 1 (WN = 16, 32)
 // of a 64-row result, in an Acc<16, WN> (common.cuh). On sm_90a a warpgroup (4 consecutive warps,
