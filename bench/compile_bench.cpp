@@ -4,7 +4,7 @@
 //   all        every recipe x GPU x precision, built and emitted
 //   process    a whole `qwen-recipe build qwen35_397b --gpu gb300` run, exec to exit
 // Usage: qr-compile-bench [PATH-TO-qwen-recipe] [--reps N]
-#include "compile/compile.h"
+#include "build/build.h"
 
 #include <algorithm>
 #include <chrono>
@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
   one.recipe = "qwen35_397b";
   one.gpu = "gb300";
   std::size_t bytes = 0;
-  report("build", time_ms(reps, [&] { bytes += qr::emit_config(compiler.build(one)).size(); }));
+  report("build", time_ms(reps, [&] {
+           bytes +=
+               compiler.run(one, qr::through(qr::Stage::Invariants) | qr::Stage::Emit).yaml.size();
+         }));
   const auto all = compiler.catalog().all();
   report("all", time_ms(std::max(3, reps / 10), [&] {
            for (const qr::RecipeSpec& s : all) {
@@ -83,7 +86,8 @@ int main(int argc, char** argv) {
              r.recipe = s.model->name;
              r.gpu = s.gpu->name;
              r.precision = s.precision;
-             bytes += qr::emit_config(compiler.build(r)).size();
+             bytes +=
+                 compiler.run(r, qr::through(qr::Stage::Invariants) | qr::Stage::Emit).yaml.size();
            }
          }));
   if (!bin.empty())

@@ -60,23 +60,19 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   req.override_files = o.override_files;
   req.overrides.assign(it, o.args.end());
   if (o.print_pipeline) {
-    const BuildResult r = compiler->prepare(req);
+    const BuildResult r = compiler->run(req, through(Stage::Pipeline));
     write_output(o.output, pipeline_listing(r));
     return 0;
   }
+  req.checks.num_gpus = o.num_gpus;
+  req.checks.env_file = o.env;
+  req.header = !o.no_header;
   RunHooks hooks;
   if (o.print_after_all)
     hooks.after_change = [](const std::string& step, const Config& c) {
       hold_text("*** Config after " + step + " ***\n" + to_yaml(c.root()));
     };
-  const BuildResult r = compiler->build(req, hooks);
-  ValidateOptions checks = validate_options_for(req, r);
-  if (o.num_gpus)
-    checks.world_size = o.num_gpus;
-  if (!o.env.empty())
-    checks.env = read_package_env(o.env);
-  validate_built(r, checks);
-  write_output(o.output, emit_config(r, !o.no_header));
+  write_output(o.output, compiler->run(req, through(Stage::Emit), hooks).yaml);
   return 0;
 }
 

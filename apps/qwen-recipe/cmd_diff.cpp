@@ -37,9 +37,10 @@ Operand load(const Compiler& compiler, const std::string& arg, const std::string
     BuildRequest req;
     req.recipe = arg;
     req.profile = profile;
-    op.build.emplace(compiler.build(req));
+    req.header = false;
+    op.build.emplace(compiler.run(req, through(Stage::Invariants) | Stage::Emit));
     op.label = op.build->recipe->id();
-    text = emit_config(*op.build, false);
+    text = op.build->yaml;
   } else {
     op.label = operand_label(arg);
     text = read_operand_text(arg);

@@ -35,7 +35,7 @@ int run_explain(const ExplainOptions& o, const GlobalOptions& g) {
       req.overrides.push_back(*it);
     else
       fields.push_back(*it);
-  const BuildResult r = compiler->build(req);
+  const BuildResult r = compiler->run(req, through(Stage::Invariants));
   const std::vector<FieldHistory> histories = explain_fields(*compiler, r, fields);
   if (o.format == "json") {
     write_output("", explain_json(r, histories));

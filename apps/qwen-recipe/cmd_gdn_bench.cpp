@@ -22,7 +22,7 @@ bool recipe_shape(const Compiler& compiler, const std::string& spec, gdn::Recipe
   try {
     BuildRequest req;
     req.recipe = spec.find('@') == std::string::npos ? spec + "@gb300" : spec;
-    const BuildResult r = compiler.build(req);
+    const BuildResult r = compiler.run(req, through(Stage::Invariants));
     const Config& c = r.config;
     const Value& variant = c.at("model.experimental_attention_variant");
     if (!variant.is_str() || variant.as_str() != "gated_delta_net") {

@@ -3,12 +3,10 @@
 #include "commands.h"
 #include "compile/operands.h"
 #include "launch/launch.h"
-#include "passes/invariants.h"
 #include "support/error.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <spdlog/spdlog.h>
@@ -44,50 +42,6 @@ bool same_file(const std::string& a, const std::string& b) {
          fs::equivalent(a, b, ec);
 }
 
-// The value after `option` in a config's header command (# qwen-recipe build MODEL --gpu G ...),
-// or empty.
-std::string header_option(const std::string& header, const std::string& option) {
-  const std::size_t at = header.find(" " + option + " ");
-  if (at == std::string::npos)
-    return {};
-  const std::size_t start = at + option.size() + 2;
-  return header.substr(start, header.find(' ', start) - start);
-}
-
-// `launch FILE.yaml`: a config the user built or edited, launched in place. Its recipe (model,
-// GPU, precision: the entry point's flags, the GPU count) comes from its header and --gpu /
-// --precision; the config itself is typed by the schema and checked: every final invariant and
-// every start-up check, with the recipe's waivers only under --allow-waived.
-BuildResult prepare_file(const Compiler& compiler, const std::string& path,
-                         const RecipeOptions& given, bool allow_waived) {
-  const std::string text = read_text_file(path, YamlLimits{}.max_bytes);
-  const std::string header = text.substr(0, text.find('\n'));
-  const std::string prefix = "# qwen-recipe ";
-  const std::size_t build = header.find(" build ");
-  if (!header.starts_with(prefix) || build == std::string::npos)
-    throw Error(path + ": no '# qwen-recipe build MODEL ...' header to take the recipe from; "
-                       "launch the recipe with overrides instead, or keep the header qwen-recipe "
-                       "build writes");
-  const std::string model = header.substr(build + 7, header.find(' ', build + 7) - build - 7);
-  BuildRequest req;
-  req.recipe = model;
-  req.gpu = given.gpu.empty() ? header_option(header, "--gpu") : given.gpu;
-  const std::string precision = header_option(header, "--precision");
-  req.precision = given.precision != "bf16" || precision.empty() ? given.precision : precision;
-  req.profile = given.profile.empty() ? header_option(header, "--mcore") : given.profile;
-  BuildResult r = compiler.prepare(req);
-  r.config = load_config_text(compiler.schema(), text, path, req.profile);
-  const std::vector<Waiver>& waivers = r.recipe->variant->waivers;
-  for (const InvariantInfo& inv : invariant_registry())
-    if (const std::string problem = inv.check(r.config);
-        !problem.empty() &&
-        !(allow_waived && std::any_of(waivers.begin(), waivers.end(),
-                                      [&](const Waiver& w) { return w.invariant == inv.name; })))
-      throw Error(path + ": invariant '" + inv.name + "' failed: " + problem);
-  r.command = "launched as written; built by: " + header.substr(2);
-  return r;
-}
-
 int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (o.args.empty())
     throw Error("no recipe given; e.g. qwen-recipe launch qwen35_397b --gpu gb300 --account A "
@@ -100,33 +54,23 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
     throw Error(first + " is launched as it is: give no overrides and no --config (edit the file, "
                         "or launch the recipe with overrides)");
   BuildRequest req;
-  req.recipe = first;
   o.recipe.fill(req);
-  req.overrides.assign(o.args.begin() + 1, o.args.end());
-  const BuildResult r =
-      from_file ? prepare_file(*compiler, first, o.recipe, o.allow_waived) : compiler->build(req);
-  ValidateOptions checks = from_file ? ValidateOptions{} : validate_options_for(req, r);
   if (from_file) {
-    checks.world_size = r.recipe->entry->num_gpus;
-    if (o.allow_waived)
-      checks.waivers = r.recipe->variant->waivers;
+    req.config_file = first;
+    req.allow_waived = o.allow_waived;
+  } else {
+    req.recipe = first;
+    req.overrides.assign(o.args.begin() + 1, o.args.end());
   }
   // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
   // global batch stay, data parallelism follows, and every start-up check runs on the new size.
-  const int per_node =
-      o.launch.gpus_per_node > 0 ? o.launch.gpus_per_node : r.recipe->gpu->gpus_per_node;
-  if (o.nodes > 0)
-    o.launch.num_gpus = o.nodes * per_node;
   if (o.launch.num_gpus > 0)
-    checks.world_size = o.launch.num_gpus;
-  validate_built(r, checks);
-  // A waiver keeps upstream parity in build; a launch would only spend the allocation on it.
-  if (const std::vector<std::string> waived =
-          from_file ? std::vector<std::string>{} : waived_failures(r, checks);
-      !waived.empty() && !o.allow_waived)
-    throw Error(r.recipe->id() + " would stop once the job starts: " + waived.front() +
-                (waived.size() > 1 ? " (and " + std::to_string(waived.size() - 1) + " more)" : "") +
-                "; fix it with overrides, or give --allow-waived to launch it as upstream has it");
+    req.checks.num_gpus = o.launch.num_gpus;
+  req.checks.nodes = o.nodes;
+  req.checks.gpus_per_node = o.launch.gpus_per_node;
+  req.checks.refuse_waived = !o.allow_waived;
+  const BuildResult r = compiler->run(req, through(Stage::Emit));
+  o.launch.num_gpus = static_cast<int>(r.world_size.value_or(0));
 
   const bool to_stdout = o.output.empty() || o.output == "-";
   // The config goes next to the launch file: job.sbatch -> job.yaml.
@@ -166,7 +110,7 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (from_file)
     write_outputs({{o.output, launch}}, o.force);
   else
-    write_outputs({{o.config, emit_config(r)}, {o.output, launch}}, o.force);
+    write_outputs({{o.config, r.yaml}, {o.output, launch}}, o.force);
   spdlog::info("wrote the config to {} ({} nodes x {} GPUs)", o.config, plan.nodes,
                plan.gpus_per_node);
   return 0;

@@ -20,27 +20,28 @@ struct ValidateCliOptions {
 
 int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
-  ValidateOptions options;
-  std::optional<Config> config;
+  ValidationReport report;
   const std::string label = operand_label(o.config);
   if (is_recipe_spec(o.config)) {
     BuildRequest req;
     req.recipe = o.config;
     req.profile = o.profile;
-    BuildResult r = compiler->build(req);
-    options = validate_options_for(req, r);
-    options.invariants = true; // reported, with the recipe's waivers, like every other check
-    config.emplace(std::move(r.config));
+    req.checks = {.num_gpus = o.num_gpus,
+                  .env_file = o.env,
+                  .strict = o.strict,
+                  .report_invariants = true, // with the recipe's waivers, as every other check
+                  .enforce = false};
+    report = compiler->run(req, through(Stage::StartupChecks)).report;
   } else {
-    config.emplace(
-        load_config_text(compiler->schema(), read_operand_text(o.config), label, o.profile));
-  }
-  if (o.num_gpus)
+    const Config config =
+        load_config_text(compiler->schema(), read_operand_text(o.config), label, o.profile);
+    ValidateOptions options;
     options.world_size = o.num_gpus;
-  if (!o.env.empty())
-    options.env = read_package_env(o.env);
-  options.strict = o.strict;
-  const ValidationReport report = validate_config(*config, options);
+    if (!o.env.empty())
+      options.env = read_package_env(o.env);
+    options.strict = o.strict;
+    report = validate_config(config, options);
+  }
   write_output("", o.format == "json" ? report_json(report, label) : report_text(report, label));
   return report.count(Finding::Level::Error) > 0 ? 2 : 0;
 }

@@ -3,7 +3,7 @@
 // with its golden byte for byte. The format and the reports are documented in docs/check.md.
 #pragma once
 
-#include "compile/compile.h"
+#include "build/build.h"
 #include "diff/diff.h"
 
 #include <cstddef>

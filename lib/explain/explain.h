@@ -2,7 +2,7 @@
 // that wrote them, in order, read from the config's write log.
 #pragma once
 
-#include "compile/compile.h"
+#include "build/build.h"
 #include "diff/diff.h"
 
 #include <map>

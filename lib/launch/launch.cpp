@@ -1,7 +1,6 @@
 #include "launch/launch.h"
 
 #include "diff/diff.h"
-#include "passes/invariants.h"
 #include "support/error.h"
 #include "support/script_text.h"
 #include "yaml/yaml_write.h"
@@ -320,27 +319,6 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
                      "-g",       spec.gpu->name,
                      "-c",       compute_dtype(spec.precision)};
   return plan;
-}
-
-std::vector<std::string> waived_failures(const BuildResult& result, const ValidateOptions& checks) {
-  std::vector<std::string> out;
-  if (!result.recipe)
-    return out;
-  ValidateOptions unwaived = checks;
-  unwaived.waivers.clear();
-  const ValidationReport report = validate_config(result.config, unwaived);
-  for (const Waiver& w : result.recipe->variant->waivers) {
-    std::string problem;
-    if (const InvariantInfo* inv = find_invariant(w.invariant))
-      problem = inv->check(result.config);
-    for (const Finding& f : report.findings)
-      if (problem.empty() && f.level == Finding::Level::Error && f.check == w.invariant)
-        problem = f.message;
-    if (!problem.empty())
-      out.push_back("'" + w.invariant + "' fails (waived by the recipe: " + w.reason +
-                    "): " + problem);
-  }
-  return out;
 }
 
 std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {

@@ -4,8 +4,7 @@
 // and every assumption made about it: docs/launch.md.
 #pragma once
 
-#include "compile/compile.h"
-#include "validate/validate.h"
+#include "build/build.h"
 
 #include <string>
 #include <string_view>
@@ -56,11 +55,6 @@ std::vector<std::pair<std::string, std::string>> parse_env_file(const std::strin
 // comment, an #SBATCH line or a file name, only as one printable line (require_one_line):
 // config/script_text.h. The script functions throw qr::Error for what cannot be written so.
 LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options);
-
-// What the recipe's waivers let through that would stop the job once it starts: for each waived
-// invariant or start-up check that fails on the built config, "'NAME' fails (waived by the
-// recipe: REASON): PROBLEM". `checks` are the options the build was validated with.
-std::vector<std::string> waived_failures(const BuildResult& result, const ValidateOptions& checks);
 
 std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options);
 std::string torchrun_script(const LaunchPlan& plan);

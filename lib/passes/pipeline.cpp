@@ -330,9 +330,8 @@ std::vector<const InvariantInfo*> invariants(bool include_final) {
 
 } // namespace
 
-void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                  const std::vector<Waiver>& waivers, Config& config, const Presets& presets,
-                  const RunHooks& hooks) {
+void run_passes(const Pipeline& pipeline, const std::vector<Waiver>& waivers, Config& config,
+                const Presets& presets, const RunHooks& hooks) {
   for (const Waiver& w : waivers)
     if (find_invariant(w.invariant) == nullptr)
       throw Error("recipe waives unknown invariant '" + w.invariant + "'");
@@ -357,12 +356,19 @@ void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrid
       hooks.after_change(inv.info->name + " (position " + std::to_string(inv.position) + ")",
                          config);
   }
+}
+
+void run_overrides(const std::vector<Override>& overrides, Config& config, const RunHooks& hooks) {
   config.begin_step(StepId::overrides());
   const Value before = config.root();
   for (const Override& o : overrides)
     apply_override(config, o);
   if (hooks.after_change && !overrides.empty() && !(before == config.root()))
     hooks.after_change("overrides", config);
+}
+
+void check_final_invariants(const Pipeline& pipeline, const std::vector<Override>& overrides,
+                            const std::vector<Waiver>& waivers, const Config& config) {
   const std::string where =
       !overrides.empty() ? std::string("after overrides")
       : pipeline.passes().empty()

@@ -76,9 +76,16 @@ struct RunHooks {
   std::function<void(const std::string& step, const Config&)> after_change;
 };
 
-// Runs the passes, then the overrides as the last step, checking invariants as it goes.
-void run_pipeline(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                  const std::vector<Waiver>& waivers, Config& config, const Presets& presets,
-                  const RunHooks& hooks = {});
+// The steps that write the config, each logged under its StepId and reported to `hooks`: the
+// passes in order, invariants checked after each (the `always` ones and the pass's `ensures`),
+// then the overrides as one more step. The final invariants (all of them) come after the last.
+void run_passes(const Pipeline& pipeline, const std::vector<Waiver>& waivers, Config& config,
+                const Presets& presets, const RunHooks& hooks = {});
+void run_overrides(const std::vector<Override>& overrides, Config& config,
+                   const RunHooks& hooks = {});
+// Every invariant on the finished config; an error says where the build stood: after the
+// overrides, or after the pipeline's last pass.
+void check_final_invariants(const Pipeline& pipeline, const std::vector<Override>& overrides,
+                            const std::vector<Waiver>& waivers, const Config& config);
 
 } // namespace qr

@@ -3,7 +3,7 @@
 // reports it, as it does crashes, leaks, undefined behaviour and failed checks (`expect`).
 #pragma once
 
-#include "compile/compile.h"
+#include "build/build.h"
 #include "support/error.h"
 #include "yaml/yaml_read.h"
 #include "yaml/yaml_write.h"
@@ -34,7 +34,7 @@ inline const BuildResult& prepared() {
     BuildRequest req;
     req.recipe = "qwen35_397b";
     req.gpu = "gb300";
-    return compiler().prepare(req);
+    return compiler().run(req, through(Stage::Pipeline));
   }();
   return r;
 }
@@ -45,7 +45,7 @@ inline const BuildResult& built() {
     BuildRequest req;
     req.recipe = "qwen35_397b";
     req.gpu = "gb300";
-    return compiler().build(req);
+    return compiler().run(req, through(Stage::Invariants));
   }();
   return r;
 }

@@ -17,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       overrides.push_back(o);
     }
     Config config = fuzz::built().config;
-    run_pipeline(Pipeline{}, overrides, {}, config, fuzz::compiler().catalog());
+    run_passes(Pipeline{}, {}, config, fuzz::compiler().catalog());
+    run_overrides(overrides, config);
+    check_final_invariants(Pipeline{}, overrides, {}, config);
     fuzz::expect_round_trip(config.root());
   });
 }

@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::expect(again.text() == pipeline.text(), "pipeline text does not parse back the same",
                  pipeline.text());
     pipeline.check_order();
-    run_pipeline(pipeline, {}, {}, config, catalog);
+    run_passes(pipeline, {}, config, catalog);
+    check_final_invariants(pipeline, {}, {}, config);
     fuzz::expect_round_trip(config.root());
   });
 }

@@ -2,7 +2,7 @@
 // golden-file comparison.
 #pragma once
 
-#include "compile/compile.h"
+#include "build/build.h"
 #include "diff/diff.h"
 #include "support/error.h"
 #include "yaml/yaml_write.h"
@@ -33,7 +33,7 @@ inline BuildResult build(const std::string& recipe, const std::string& gpu,
   req.precision = precision;
   req.overrides = overrides;
   req.profile = profile;
-  return compiler().build(req);
+  return compiler().run(req, through(Stage::Invariants));
 }
 
 inline BuildResult build_pipeline(const std::string& recipe, const std::string& gpu,
@@ -46,7 +46,7 @@ inline BuildResult build_pipeline(const std::string& recipe, const std::string& 
   req.pipeline_text = pipeline;
   req.overrides = overrides;
   req.profile = profile;
-  return compiler().build(req);
+  return compiler().run(req, through(Stage::Invariants));
 }
 
 // The message of the qr::Error that `f` throws; fails the test when it throws none.

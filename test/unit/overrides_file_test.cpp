@@ -58,11 +58,12 @@ TEST_CASE("overrides file: applied by the compiler before the command line's, in
   req.recipe = "qwen3_30b@b200";
   req.override_files = {a.string(), b.string()};
   req.overrides = {"train.global_batch_size=128"};
-  const BuildResult r = qr::test::compiler().build(req);
+  const BuildResult r = qr::test::compiler().run(req, through(Stage::Invariants));
   CHECK(qr::test::at(r, "train.train_iters") == "20");
   CHECK(qr::test::at(r, "train.global_batch_size") == "128");
   // A failure names the file's line.
   std::ofstream(b, std::ios::binary) << "- train.train_iters=20\n- train.trian_iters=5\n";
-  CHECK_THAT(qr::test::error_of([&] { (void)qr::test::compiler().build(req); }),
-             Catch::StartsWith(b.string() + ":2:3: could not override 'train.trian_iters'"));
+  CHECK_THAT(
+      qr::test::error_of([&] { (void)qr::test::compiler().run(req, through(Stage::Invariants)); }),
+      Catch::StartsWith(b.string() + ":2:3: could not override 'train.trian_iters'"));
 }

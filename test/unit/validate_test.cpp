@@ -1,6 +1,7 @@
 // Start-up checks: one failing case (at least) per rule, the waivers of shipped recipes, and the
 // cuDNN GDN package checks against environments.
 #include "helpers.h"
+#include "passes/invariants.h"
 #include "validate/validate.h"
 
 #include <filesystem>
@@ -236,8 +237,9 @@ TEST_CASE("validate: shipped recipes build and validate clean or waived, both pr
       BuildRequest req;
       req.recipe = s.id();
       req.profile = profile;
-      const BuildResult r = qr::test::compiler().build(req);
-      const ValidationReport rep = validate_config(r.config, validate_options_for(req, r));
+      req.checks.enforce = false;
+      const BuildResult r = qr::test::compiler().run(req, through(Stage::StartupChecks));
+      const ValidationReport& rep = r.report;
       CHECK(rep.count(Finding::Level::Error) == 0);
       // A waiver that no longer fires is stale.
       for (const Waiver& w : r.recipe->variant->waivers)
@@ -251,8 +253,9 @@ TEST_CASE("validate: shipped recipes build and validate clean or waived, both pr
 TEST_CASE("validate: a waived check warns with the recipe's reason; without it, it fails") {
   BuildRequest req;
   req.recipe = "qwen35_397b@b200";
-  const BuildResult r = qr::test::compiler().build(req);
-  const ValidationReport waived = validate_config(r.config, validate_options_for(req, r));
+  req.checks.enforce = false;
+  const BuildResult r = qr::test::compiler().run(req, through(Stage::StartupChecks));
+  const ValidationReport& waived = r.report;
   CHECK_THAT(format_finding(waived.findings.front()),
              Catch::StartsWith("warning: check 'pipeline-layers': (waived by the recipe: "
                                "upstream parity: 60 layers"));
@@ -413,8 +416,10 @@ TEST_CASE("validate FILE runs the invariants a build runs") {
   // A build's own validation leaves them to its pipeline.
   BuildRequest req;
   req.recipe = "qwen35_35b@gb200:fp8mx";
-  const BuildResult r = qr::test::compiler().build(req);
-  CHECK_FALSE(validate_options_for(req, r).invariants);
+  req.checks.enforce = false;
+  const BuildResult r = qr::test::compiler().run(req, through(Stage::StartupChecks));
+  CHECK(std::none_of(r.report.findings.begin(), r.report.findings.end(),
+                     [](const Finding& f) { return find_invariant(f.check) != nullptr; }));
 }
 
 TEST_CASE("validate: every shipped recipe's YAML fails exactly the checks its recipe waives") {
@@ -434,12 +439,14 @@ TEST_CASE("validate: every shipped recipe's YAML fails exactly the checks its re
 TEST_CASE("validate --strict: warnings are errors") {
   BuildRequest req;
   req.recipe = "qwen35_35b@gb200:fp8mx";
-  const BuildResult r = qr::test::compiler().build(req);
-  ValidateOptions o = validate_options_for(req, r);
-  o.invariants = true;
-  CHECK(validate_config(r.config, o).count(Finding::Level::Error) == 0);
-  o.strict = true;
-  const ValidationReport strict = validate_config(r.config, o);
+  req.checks.enforce = false;
+  req.checks.report_invariants = true;
+  CHECK(qr::test::compiler()
+            .run(req, through(Stage::StartupChecks))
+            .report.count(Finding::Level::Error) == 0);
+  req.checks.strict = true;
+  const ValidationReport strict =
+      qr::test::compiler().run(req, through(Stage::StartupChecks)).report;
   REQUIRE(strict.count(Finding::Level::Error) == 1);
   CHECK_THAT(format_finding(strict.findings.front()),
              Catch::StartsWith("error: check 'te-rng-tracker-with-graphs' failed: (--strict) "
