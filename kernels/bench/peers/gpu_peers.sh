@@ -7,7 +7,9 @@
 #   gpu_peers.sh QWEN_RECIPE PEERS_DIR OUT_DIR [gdn-bench arguments...]
 #
 # PEERS_DIR holds FLA's and cuDNN frontend's wheels (*.whl) and flashqla-site.tar.xz (FlashQLA
-# and its TileLang dependencies, unpacked into one folder and packed again). The gdn-bench
+# and its TileLang dependencies, unpacked into one folder and packed again), and may hold
+# tilelang-cache.tar.xz (gpu_peers_cache.sh: the peers' compile caches, so FlashQLA's TileLang
+# compiles and FLA's autotuning are skipped; used unless TILELANG_CACHE_DIR is set). The gdn-bench
 # arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt, bench.json, bench.png,
 # fused.txt and fused.json.
 set -u
@@ -17,9 +19,15 @@ ARGS=("$@")
 [ ${#ARGS[@]} = 0 ] && ARGS=(--recipe qwen35_35b,qwen35_397b)
 DRIVER=$(dirname "$(readlink -f "$0")")/gdn_peers.py
 mkdir -p "$OUT" /tmp/peers-site /tmp/peers-qla
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/peers-site \
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/peers-site \
   "$PEERS"/*.whl || exit 1
-tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
+# An earlier step of the same call may have unpacked the site: processes may be running from it.
+[ -d /tmp/peers-qla/flash_qla ] || tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
+if [ -z "${TILELANG_CACHE_DIR:-}" ] && [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
+  mkdir -p /tmp/peers-cache && tar -xJf "$PEERS/tilelang-cache.tar.xz" -C /tmp/peers-cache || exit 1
+  export TILELANG_CACHE_DIR=/tmp/peers-cache TORCHINDUCTOR_CACHE_DIR=/tmp/peers-cache/inductor \
+    TRITON_CACHE_DIR=/tmp/peers-cache/triton
+fi
 # FLA's worker refuses tilelang and flash_qla at import, so one path serves every backend.
 export PYTHONPATH=/tmp/peers-site:/tmp/peers-qla PYTHONUNBUFFERED=1
 date -u
