@@ -10,8 +10,8 @@
 # and its TileLang dependencies, unpacked into one folder and packed again), and may hold
 # tilelang-cache.tar.xz (gpu_peers_cache.sh: the peers' compile caches, so FlashQLA's TileLang
 # compiles and FLA's autotuning are skipped; used unless TILELANG_CACHE_DIR is set). The gdn-bench
-# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt, bench.json, bench.png,
-# fused.txt and fused.json.
+# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt,
+# bench.json, bench.png, fused.txt and fused.json.
 set -u
 BIN=$1 PEERS=$2 OUT=$3
 shift 3
@@ -22,7 +22,9 @@ mkdir -p "$OUT" /tmp/peers-site /tmp/peers-qla
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/peers-site \
   "$PEERS"/*.whl || exit 1
 # An earlier step of the same call may have unpacked the site: processes may be running from it.
-[ -d /tmp/peers-qla/flash_qla ] || tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
+if [ ! -d /tmp/peers-qla/flash_qla ]; then
+  tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
+fi
 if [ -z "${TILELANG_CACHE_DIR:-}" ] && [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
   mkdir -p /tmp/peers-cache && tar -xJf "$PEERS/tilelang-cache.tar.xz" -C /tmp/peers-cache || exit 1
   export TILELANG_CACHE_DIR=/tmp/peers-cache TORCHINDUCTOR_CACHE_DIR=/tmp/peers-cache/inductor \

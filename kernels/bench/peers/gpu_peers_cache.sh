@@ -14,15 +14,19 @@
 #   TORCHINDUCTOR_CACHE_DIR=D/inductor   FlashQLA's torch.compile'd l2norm
 #   TRITON_CACHE_DIR=D/triton        FLA's Triton kernels and autotuning results, the l2norm's
 # Log: OUT_DIR/warm.log.
-set -u
+set -u -o pipefail
 PEERS=$1 OUT=$2 LIMIT_S=$3
 HERE=$(dirname "$(readlink -f "$0")")
+# The folder gpu_peers.sh unpacks the pack into: Triton's group files and inductor's generated
+# code name it, so the Triton and inductor entries hit only there (TileLang's anywhere).
 CACHE=/tmp/peers-cache
 mkdir -p "$OUT" /tmp/peers-qla /tmp/peers-site "$CACHE/inductor" "$CACHE/triton"
 tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/peers-site \
   "$PEERS"/fla*.whl || exit 1
-[ -f "$PEERS/tilelang-cache.tar.xz" ] && { tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1; }
+if [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
+  tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1
+fi
 export PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=$CACHE TORCHINDUCTOR_CACHE_DIR=$CACHE/inductor \
   TRITON_CACHE_DIR=$CACHE/triton
 date -u
@@ -39,17 +43,18 @@ JOBS=(
   "flash_qla --shape 1,32768,16,64,128"
   "flash_qla --shape 4,4096,16,32,128 --states"
   "flash_qla --shape 4,4096,16,32,128 --scale none"
-  "flash_qla --shape 1,16384,16,32,128 --modes fwd --varlen 4096,4096,4096,4096 --varlen 1024,3072,12288 --varlen 16384"
+  "flash_qla --shape 1,16384,16,32,128 --modes fwd --varlen 4096,4096,4096,4096
+    --varlen 1024,3072,12288 --varlen 16384"
   "fla --shape 4,4096,16,32,128"
   "fla --shape 1,4096,16,64,128"
 )
 PIDS=()
 for i in "${!JOBS[@]}"; do
-  read -r backend rest <<<"${JOBS[$i]}"
-  env=(PYTHONPATH=/tmp/peers-qla)
-  [ "$backend" = fla ] && env=(PYTHONPATH=/tmp/peers-site FLA_FLASH_QLA=0)
   # shellcheck disable=SC2086  # each job is a list of arguments
-  env "${env[@]}" python3 "$HERE/peers_warm.py" --backend $backend $rest >"/tmp/warm.$i.log" 2>&1 &
+  set -- ${JOBS[$i]}
+  env=(PYTHONPATH=/tmp/peers-qla)
+  [ "$1" = fla ] && env=(PYTHONPATH=/tmp/peers-site FLA_FLASH_QLA=0)
+  env "${env[@]}" python3 "$HERE/peers_warm.py" --backend "$@" >"/tmp/warm.$i.log" 2>&1 &
   PIDS+=($!)
 done
 START=$(date +%s)
@@ -76,7 +81,9 @@ echo "compile phase: $(($(date +%s) - START)) s"
 sleep 1
 # Stopped jobs leave temporary files only (TileLang renames a kernel's folder into place whole).
 find "$CACHE" -name '.*.tmp*' -delete
-tar -cJf "$OUT/tilelang-cache.tar.xz" -C "$CACHE" . || exit 1
+# xz on all cores: single-threaded, packing ~90 MB took longer than the 30 s this step had on the
+# H200 (a device call ran out of time here).
+tar -cf - -C "$CACHE" . | xz -T0 -6 >"$OUT/tilelang-cache.tar.xz" || exit 1
 du -sh "$CACHE" "$CACHE"/*
 ls -l "$OUT/tilelang-cache.tar.xz"
 # What comes back from a device call is at most 16 MiB a file: a larger pack travels in parts

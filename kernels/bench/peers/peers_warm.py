@@ -79,7 +79,8 @@ def main(argv=None):
     B, T, Hk, Hv, D = args.shape
     for lens in args.varlen:
         if B != 1 or sum(lens) != T:
-            ap.error(f"--varlen {','.join(map(str, lens))}: needs B = 1 and lengths summing to T = {T}")
+            ap.error(f"--varlen {','.join(map(str, lens))}: needs B = 1 and lengths summing to "
+                     f"T = {T}")
 
     import torch
     if args.backend == "flash_qla":
