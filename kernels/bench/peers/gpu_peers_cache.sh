@@ -17,12 +17,14 @@
 set -u -o pipefail
 PEERS=$1 OUT=$2 LIMIT_S=$3
 HERE=$(dirname "$(readlink -f "$0")")
-# The folder gpu_peers.sh unpacks the pack into: Triton's group files and inductor's generated
-# code name it, so the Triton and inductor entries hit only there (TileLang's anywhere).
-CACHE=/tmp/peers-cache
-mkdir -p "$OUT" /tmp/peers-qla /tmp/peers-site "$CACHE/inductor" "$CACHE/triton"
-tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/peers-site \
+# PEERS_TMP (default /tmp) as in gpu_peers.sh, which unpacks the pack into the same folder:
+# Triton's group files and inductor's generated code name it, so the Triton and inductor entries
+# hit only there (TileLang's anywhere).
+TMP=${PEERS_TMP:-/tmp}
+CACHE=$TMP/peers-cache QLA=$TMP/peers-qla SITE=$TMP/peers-site
+mkdir -p "$OUT" "$QLA" "$SITE" "$CACHE/inductor" "$CACHE/triton"
+tar -xJf "$PEERS/flashqla-site.tar.xz" -C "$QLA" || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" \
   "$PEERS"/fla*.whl || exit 1
 if [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
   tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1
@@ -52,9 +54,9 @@ PIDS=()
 for i in "${!JOBS[@]}"; do
   # shellcheck disable=SC2086  # each job is a list of arguments
   set -- ${JOBS[$i]}
-  env=(PYTHONPATH=/tmp/peers-qla)
-  [ "$1" = fla ] && env=(PYTHONPATH=/tmp/peers-site FLA_FLASH_QLA=0)
-  env "${env[@]}" python3 "$HERE/peers_warm.py" --backend "$@" >"/tmp/warm.$i.log" 2>&1 &
+  env=(PYTHONPATH="$QLA")
+  [ "$1" = fla ] && env=(PYTHONPATH="$SITE" FLA_FLASH_QLA=0)
+  env "${env[@]}" python3 "$HERE/peers_warm.py" --backend "$@" >"$TMP/warm.$i.log" 2>&1 &
   PIDS+=($!)
 done
 START=$(date +%s)
@@ -66,15 +68,17 @@ while [ $(($(date +%s) - START)) -lt "$LIMIT_S" ]; do
 done
 SUMMARY=()
 for i in "${!JOBS[@]}"; do
-  compiles=$(grep -c 'begins to compile' "/tmp/warm.$i.log")
+  compiles=$(grep -c 'begins to compile' "$TMP/warm.$i.log")
+  # shellcheck disable=SC2086  # one line: the job's arguments, spaces squeezed
+  job=$(echo ${JOBS[$i]})
   if kill -0 "${PIDS[$i]}" 2>/dev/null; then
     kill "${PIDS[$i]}"
-    SUMMARY+=("job $i (${JOBS[$i]}): NOT DONE within $LIMIT_S s; TileLang compiles: $compiles")
+    SUMMARY+=("job $i ($job): NOT DONE within $LIMIT_S s; TileLang compiles: $compiles")
   else
     wait "${PIDS[$i]}"
-    SUMMARY+=("job $i (${JOBS[$i]}): exit $?; TileLang compiles: $compiles")
+    SUMMARY+=("job $i ($job): exit $?; TileLang compiles: $compiles")
   fi
-  cat "/tmp/warm.$i.log"
+  cat "$TMP/warm.$i.log"
   echo "${SUMMARY[-1]}"
 done >"$OUT/warm.log" 2>&1
 echo "compile phase: $(($(date +%s) - START)) s"
