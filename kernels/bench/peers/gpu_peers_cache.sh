@@ -70,13 +70,13 @@ SUMMARY=()
 for i in "${!JOBS[@]}"; do
   compiles=$(grep -c 'begins to compile' "$TMP/warm.$i.log")
   # shellcheck disable=SC2086  # one line: the job's arguments, spaces squeezed
-  job=$(echo ${JOBS[$i]})
+  printf -v job '%s ' ${JOBS[$i]}
   if kill -0 "${PIDS[$i]}" 2>/dev/null; then
     kill "${PIDS[$i]}"
-    SUMMARY+=("job $i ($job): NOT DONE within $LIMIT_S s; TileLang compiles: $compiles")
+    SUMMARY+=("job $i (${job% }): NOT DONE within $LIMIT_S s; TileLang compiles: $compiles")
   else
     wait "${PIDS[$i]}"
-    SUMMARY+=("job $i ($job): exit $?; TileLang compiles: $compiles")
+    SUMMARY+=("job $i (${job% }): exit $?; TileLang compiles: $compiles")
   fi
   cat "$TMP/warm.$i.log"
   echo "${SUMMARY[-1]}"
