@@ -208,7 +208,10 @@ def make_backend(name, cc):
         from cudnn.linear_attention import gated_delta_net
         te = importlib.util.find_spec("transformer_engine") is not None
         note = ("cuDNN frontend gated_delta_net, the op Transformer Engine's GatedDeltaNetAttention "
-                "runs" + ("" if te else " (Transformer Engine itself not installed)"))
+                "runs")
+        if not te:
+            note += (" (Transformer Engine itself not installed: PyPI has no wheel of "
+                     "transformer-engine-torch, only its source; docs/gdn-bench.md, Peers)")
 
         def call(q, k, v, g, beta, h0, scale, l2norm):
             B, T = q.shape[0], q.shape[1]

@@ -1,27 +1,39 @@
 #!/bin/bash
 # gdn-bench with every backend on a GPU machine without a network (docs/gdn-bench.md, "Peers"):
-# installs the carried peers into /tmp, runs `qwen-recipe gdn-bench --backend fused` alone, then
-# `--backend all` with the JSON and the plot, and prints how far the two runs' fused figures are
-# apart.
+# installs the carried peers into /tmp (or PEERS_TMP), runs `qwen-recipe gdn-bench --backend
+# fused` alone, then `--backend all` with the JSON and the plot, and prints how far the two runs'
+# fused figures are apart.
 #
 #   gpu_peers.sh QWEN_RECIPE PEERS_DIR OUT_DIR [gdn-bench arguments...]
 #
 # PEERS_DIR holds FLA's and cuDNN frontend's wheels (*.whl) and flashqla-site.tar.xz (FlashQLA
-# and its TileLang dependencies, unpacked into one folder and packed again). The gdn-bench
-# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt, bench.json, bench.png,
-# fused.txt and fused.json.
+# and its TileLang dependencies, unpacked into one folder and packed again), and may hold
+# tilelang-cache.tar.xz (gpu_peers_cache.sh: the peers' compile caches, so FlashQLA's TileLang
+# compiles and FLA's autotuning are skipped; used unless TILELANG_CACHE_DIR is set). The gdn-bench
+# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt,
+# bench.json, bench.png, fused.txt and fused.json.
 set -u
 BIN=$1 PEERS=$2 OUT=$3
 shift 3
 ARGS=("$@")
 [ ${#ARGS[@]} = 0 ] && ARGS=(--recipe qwen35_35b,qwen35_397b)
 DRIVER=$(dirname "$(readlink -f "$0")")/gdn_peers.py
-mkdir -p "$OUT" /tmp/peers-site /tmp/peers-qla
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/peers-site \
+TMP=${PEERS_TMP:-/tmp} # where the peers are installed (gpu_peers_cache.sh uses the same)
+mkdir -p "$OUT" "$TMP/peers-site" "$TMP/peers-qla"
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$TMP/peers-site" \
   "$PEERS"/*.whl || exit 1
-tar -xJf "$PEERS/flashqla-site.tar.xz" -C /tmp/peers-qla || exit 1
+# An earlier step of the same call may have unpacked the site: processes may be running from it.
+if [ ! -d "$TMP/peers-qla/flash_qla" ]; then
+  tar -xJf "$PEERS/flashqla-site.tar.xz" -C "$TMP/peers-qla" || exit 1
+fi
+if [ -z "${TILELANG_CACHE_DIR:-}" ] && [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
+  CACHE=$TMP/peers-cache
+  mkdir -p "$CACHE" && tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1
+  export TILELANG_CACHE_DIR=$CACHE TORCHINDUCTOR_CACHE_DIR=$CACHE/inductor \
+    TRITON_CACHE_DIR=$CACHE/triton
+fi
 # FLA's worker refuses tilelang and flash_qla at import, so one path serves every backend.
-export PYTHONPATH=/tmp/peers-site:/tmp/peers-qla PYTHONUNBUFFERED=1
+export PYTHONPATH=$TMP/peers-site:$TMP/peers-qla PYTHONUNBUFFERED=1
 date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 "$BIN" gdn-bench "${ARGS[@]}" --backend fused --json "$OUT/fused.json" >"$OUT/fused.txt" \
