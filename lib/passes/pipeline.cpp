@@ -193,11 +193,10 @@ void Pipeline::bind(const Config& base, const Presets& presets) {
                     did_you_mean(key, names) + "; its options: " + option_list(info));
       if (inv.args.has(key))
         throw Error("pipeline: " + inv.label() + " sets option '" + key + "' twice");
-      auto doc = parse_yaml(text.empty() ? "''" : text,
-                            "pipeline: " + inv.label() + " option '" + key + "=" + text + "'");
-      doc->has_positions = false;
-      TypingContext ctx{doc.get(), base.profile(), true};
-      inv.args.set(key, base.schema().coerce(*doc->root, *parse_type(it->type), key, ctx));
+      // `k=` is the empty string.
+      inv.args.set(key, base.schema().parse_value(
+                            text.empty() ? "''" : text, *parse_type(it->type), key, base.profile(),
+                            "pipeline: " + inv.label() + " option '" + key + "=" + text + "'"));
     }
     for (const PassOption& o : info.options)
       if (o.required && !inv.args.has(o.name))
