@@ -161,19 +161,10 @@ struct Build {
     }
   }
 
-  // Waivers belong to the recipe's own pipeline, not to one the user wrote. Those naming a
-  // start-up check (validate/) are for the checks; the steps take the invariant ones.
-  [[nodiscard]] std::vector<Waiver> invariant_waivers() const {
-    std::vector<Waiver> out;
-    if (recipe_waivers)
-      for (const Waiver& w : r.recipe->variant->waivers) {
-        if (find_invariant(w.invariant) != nullptr)
-          out.push_back(w);
-        else if (find_check(w.invariant) == nullptr)
-          throw Error("recipe " + r.recipe->id() + " waives unknown invariant or check '" +
-                      w.invariant + "'");
-      }
-    return out;
+  // Waivers belong to the recipe's own pipeline, not to one the user wrote.
+  [[nodiscard]] const Waivers& waivers() const {
+    static const Waivers none;
+    return recipe_waivers ? r.recipe->variant->waivers : none;
   }
 
   void run_passes_stage() {
@@ -183,7 +174,7 @@ struct Build {
       r.command = "launched as written; built by: " + header.substr(2);
       return;
     }
-    run_passes(r.pipeline, invariant_waivers(), r.config, catalog, hooks);
+    run_passes(r.pipeline, waivers(), r.config, catalog, hooks);
   }
 
   void run_overrides_stage() {
@@ -193,16 +184,12 @@ struct Build {
 
   void check_invariants_stage() {
     if (req.config_file.empty()) {
-      check_final_invariants(r.pipeline, r.overrides, invariant_waivers(), r.config);
+      check_final_invariants(r.pipeline, r.overrides, waivers(), r.config);
       return;
     }
-    const std::vector<Waiver> waivers =
-        recipe_waivers ? r.recipe->variant->waivers : std::vector<Waiver>{};
     for (const InvariantInfo& inv : invariant_registry())
       if (const std::string problem = inv.check(r.config);
-          !problem.empty() && std::none_of(waivers.begin(), waivers.end(), [&](const Waiver& w) {
-            return w.invariant == inv.name;
-          }))
+          !problem.empty() && waivers().find(Waiver::Kind::Invariant, inv.name) == nullptr)
         throw Error(req.config_file + ": invariant '" + inv.name + "' failed: " + problem);
   }
 
@@ -214,8 +201,7 @@ struct Build {
     o.strict = req.checks.strict;
     if (r.recipe)
       o.world_size = r.recipe->entry->num_gpus;
-    if (recipe_waivers)
-      o.waivers = r.recipe->variant->waivers;
+    o.waivers = waivers();
     if (req.checks.num_gpus) {
       o.world_size = req.checks.num_gpus;
     } else if (req.checks.nodes > 0) {
@@ -234,17 +220,18 @@ struct Build {
     if (!r.recipe)
       return out;
     ValidateOptions unwaived = checks;
-    unwaived.waivers.clear();
+    unwaived.waivers = {};
     const ValidationReport report = validate_config(r.config, unwaived);
-    for (const Waiver& w : r.recipe->variant->waivers) {
+    for (const Waiver& w : r.recipe->variant->waivers.listed) {
       std::string problem;
-      if (const InvariantInfo* inv = find_invariant(w.invariant))
-        problem = inv->check(r.config);
-      for (const Finding& f : report.findings)
-        if (problem.empty() && f.level == Finding::Level::Error && f.check == w.invariant)
-          problem = f.message;
+      if (w.kind == Waiver::Kind::Invariant)
+        problem = find_invariant(w.name)->check(r.config);
+      else
+        for (const Finding& f : report.findings)
+          if (problem.empty() && f.level == Finding::Level::Error && f.check == w.name)
+            problem = f.message;
       if (!problem.empty())
-        out.push_back("'" + w.invariant + "' fails (waived by the recipe: " + w.reason +
+        out.push_back("'" + w.name + "' fails (waived by the recipe: " + w.reason +
                       "): " + problem);
     }
     return out;

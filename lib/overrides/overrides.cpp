@@ -19,10 +19,7 @@ Value typed_value(const Config& config, const Override& o, const Type& type) {
     throw Error(quoted(o.token) + ": '" + o.key + "' is " + type.text +
                 ", not a string; give a value (or null)");
   }
-  auto doc = parse_yaml(o.value, quoted(o.token));
-  doc->has_positions = false;
-  TypingContext ctx{doc.get(), config.profile(), true};
-  return config.schema().coerce(*doc->root, type, o.key, ctx);
+  return config.schema().parse_value(o.value, type, o.key, config.profile(), quoted(o.token));
 }
 
 } // namespace

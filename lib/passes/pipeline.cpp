@@ -135,6 +135,12 @@ std::string format_option_value(const Value& v) {
 
 } // namespace
 
+const Waiver* Waivers::find(Waiver::Kind kind, std::string_view name) const {
+  auto it = std::find_if(listed.begin(), listed.end(),
+                         [&](const Waiver& w) { return w.kind == kind && w.name == name; });
+  return it == listed.end() ? nullptr : &*it;
+}
+
 std::string PassInvocation::text() const {
   if (raw_options.empty())
     return info->name;
@@ -187,11 +193,10 @@ void Pipeline::bind(const Config& base, const Presets& presets) {
                     did_you_mean(key, names) + "; its options: " + option_list(info));
       if (inv.args.has(key))
         throw Error("pipeline: " + inv.label() + " sets option '" + key + "' twice");
-      auto doc = parse_yaml(text.empty() ? "''" : text,
-                            "pipeline: " + inv.label() + " option '" + key + "=" + text + "'");
-      doc->has_positions = false;
-      TypingContext ctx{doc.get(), base.profile(), true};
-      inv.args.set(key, base.schema().coerce(*doc->root, *parse_type(it->type), key, ctx));
+      // `k=` is the empty string.
+      inv.args.set(key, base.schema().parse_value(
+                            text.empty() ? "''" : text, *parse_type(it->type), key, base.profile(),
+                            "pipeline: " + inv.label() + " option '" + key + "=" + text + "'"));
     }
     for (const PassOption& o : info.options)
       if (o.required && !inv.args.has(o.name))
@@ -304,14 +309,12 @@ std::string Pipeline::text() const {
 namespace {
 
 void check_invariants(const Config& config, const std::vector<const InvariantInfo*>& which,
-                      const std::vector<Waiver>& waivers, const std::string& where) {
+                      const Waivers& waivers, const std::string& where) {
   for (const InvariantInfo* inv : which) {
     const std::string problem = inv->check(config);
     if (problem.empty())
       continue;
-    auto waived = std::find_if(waivers.begin(), waivers.end(),
-                               [&](const Waiver& w) { return w.invariant == inv->name; });
-    if (waived != waivers.end()) {
+    if (const Waiver* waived = waivers.find(Waiver::Kind::Invariant, inv->name)) {
       spdlog::warn("invariant '{}' does not hold {} (waived by the recipe: {}): {}", inv->name,
                    where, waived->reason, problem);
       continue;
@@ -330,11 +333,8 @@ std::vector<const InvariantInfo*> invariants(bool include_final) {
 
 } // namespace
 
-void run_passes(const Pipeline& pipeline, const std::vector<Waiver>& waivers, Config& config,
+void run_passes(const Pipeline& pipeline, const Waivers& waivers, Config& config,
                 const Presets& presets, const RunHooks& hooks) {
-  for (const Waiver& w : waivers)
-    if (find_invariant(w.invariant) == nullptr)
-      throw Error("recipe waives unknown invariant '" + w.invariant + "'");
   const auto always = invariants(false);
   check_invariants(config, always, waivers, "in the base config (pipeline start)");
   for (const PassInvocation& inv : pipeline.passes()) {
@@ -368,7 +368,7 @@ void run_overrides(const std::vector<Override>& overrides, Config& config, const
 }
 
 void check_final_invariants(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                            const std::vector<Waiver>& waivers, const Config& config) {
+                            const Waivers& waivers, const Config& config) {
   const std::string where =
       !overrides.empty() ? std::string("after overrides")
       : pipeline.passes().empty()

@@ -33,11 +33,21 @@ struct PassInvocation {
   [[nodiscard]] std::string label() const;
 };
 
-// A recipe may waive a final invariant that its upstream original breaks, with the reason;
-// the build then warns instead of failing.
+// A recipe may waive an invariant or a start-up check that its upstream original breaks, with
+// the reason; the build then warns instead of failing.
 struct Waiver {
-  std::string invariant;
+  enum class Kind { Invariant, Check }; // a check: a start-up check of lib/validate
+  std::string name;
   std::string reason;
+  Kind kind = Kind::Invariant;
+};
+
+// A recipe's waivers in the order it lists them, each classified once when the catalogue loads
+// (classify_waivers, lib/validate).
+struct Waivers {
+  std::vector<Waiver> listed;
+
+  [[nodiscard]] const Waiver* find(Waiver::Kind kind, std::string_view name) const;
 };
 
 class Pipeline {
@@ -79,13 +89,13 @@ struct RunHooks {
 // The steps that write the config, each logged under its StepId and reported to `hooks`: the
 // passes in order, invariants checked after each (the `always` ones and the pass's `ensures`),
 // then the overrides as one more step. The final invariants (all of them) come after the last.
-void run_passes(const Pipeline& pipeline, const std::vector<Waiver>& waivers, Config& config,
+void run_passes(const Pipeline& pipeline, const Waivers& waivers, Config& config,
                 const Presets& presets, const RunHooks& hooks = {});
 void run_overrides(const std::vector<Override>& overrides, Config& config,
                    const RunHooks& hooks = {});
 // Every invariant on the finished config; an error says where the build stood: after the
 // overrides, or after the pipeline's last pass.
 void check_final_invariants(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                            const std::vector<Waiver>& waivers, const Config& config);
+                            const Waivers& waivers, const Config& config);
 
 } // namespace qr

@@ -35,10 +35,8 @@ PassArgs bind_set(const RawOptions& raw, const Config& base, const Presets&) {
     const auto ref = base.resolve(key, &why);
     if (!ref)
       throw Error("pass 'set': " + why);
-    auto doc = parse_yaml(text, "pass 'set' option '" + key + "=" + text + "'");
-    doc->has_positions = false;
-    TypingContext ctx{doc.get(), base.profile(), true};
-    args.set(key, base.schema().coerce(*doc->root, *ref->type, key, ctx));
+    args.set(key, base.schema().parse_value(text, *ref->type, key, base.profile(),
+                                            "pass 'set' option '" + key + "=" + text + "'"));
   }
   return args;
 }
@@ -83,11 +81,10 @@ PassArgs bind_env(const RawOptions& raw, const Config& base, const Presets& cata
   const TypePtr env_value = parse_type("int | str");
   const TypePtr preset_list = parse_type("list<str>");
   for (const auto& [key, text] : raw) {
-    auto doc = parse_yaml(text, "pass 'env' option '" + key + "=" + text + "'");
-    doc->has_positions = false;
-    TypingContext ctx{doc.get(), base.profile(), true};
+    const std::string source = "pass 'env' option '" + key + "=" + text + "'";
     if (key == "presets") {
-      Value presets = base.schema().coerce(*doc->root, *preset_list, "presets", ctx);
+      Value presets =
+          base.schema().parse_value(text, *preset_list, "presets", base.profile(), source);
       for (const Value& p : presets.as_list())
         (void)catalog.env_preset(p.as_str());
       args.set(key, std::move(presets));
@@ -95,7 +92,8 @@ PassArgs bind_env(const RawOptions& raw, const Config& base, const Presets& cata
     }
     if (!is_identifier(key))
       throw Error("pass 'env': '" + key + "' is not an environment variable name");
-    args.set(key, base.schema().coerce(*doc->root, *env_value, "env_vars." + key, ctx));
+    args.set(key, base.schema().parse_value(text, *env_value, "env_vars." + key, base.profile(),
+                                            source));
   }
   return args;
 }

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "support/suggest.h"
+#include "validate/validate.h"
 #include "yaml/scalars.h"
 
 #include <set>
@@ -85,12 +86,18 @@ bool has_model_section(const Schema& schema, const Value& root) {
   return model != nullptr && schema.class_of(*model) != nullptr;
 }
 
-std::vector<Waiver> waivers_of(const YamlNode* node) {
-  std::vector<Waiver> out;
+// A `waive:` mapping, sorted into invariants and start-up checks; an unknown name is an error
+// at its line.
+Waivers waivers_of(const YamlDoc& doc, const YamlNode* node) {
+  std::vector<Waiver> listed;
   if (node != nullptr)
     for (const auto& [k, v] : node->entries)
-      out.push_back({k->text, v->text});
-  return out;
+      listed.push_back({k->text, v->text});
+  try {
+    return classify_waivers(std::move(listed));
+  } catch (const Error& e) {
+    throw Error(doc.where(*node) + ": " + e.what());
+  }
 }
 
 } // namespace
@@ -211,7 +218,7 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
       }
       const YamlNode& pipeline = need(*doc, *v, "pipeline", YamlNode::Kind::Scalar);
       const YamlNode* vars = get(*v, "vars");
-      const std::vector<Waiver> recipe_waivers = waivers_of(get(*v, "waive"));
+      const Waivers recipe_waivers = waivers_of(*doc, get(*v, "waive"));
       const YamlNode* precisions = get(*v, "precisions");
       if (precisions == nullptr)
         throw Error(doc->where(*v) + ": recipe needs 'precisions'");
@@ -224,8 +231,8 @@ std::shared_ptr<const Catalog> Catalog::load(std::shared_ptr<const DataSource> d
         const YamlNode& text = own ? *own : pipeline;
         pv.pipeline = parse_pipeline(*doc, text, substitute(*doc, text, text.text, p, vars));
         pv.waivers = recipe_waivers;
-        for (Waiver& w : waivers_of(spec != nullptr ? get(*spec, "waive") : nullptr))
-          pv.waivers.push_back(std::move(w));
+        for (Waiver& w : waivers_of(*doc, spec != nullptr ? get(*spec, "waive") : nullptr).listed)
+          pv.waivers.listed.push_back(std::move(w));
         r.precisions.emplace(p, std::move(pv));
       };
       if (precisions->kind == YamlNode::Kind::Sequence)

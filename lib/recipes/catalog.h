@@ -31,7 +31,7 @@ struct GpuInfo {
 
 struct PrecisionVariant {
   Pipeline pipeline; // parsed, with ${vars} substituted; bound per build
-  std::vector<Waiver> waivers;
+  Waivers waivers;   // the recipe's and the precision's, sorted when the catalogue loads
 };
 
 struct RecipeEntry {

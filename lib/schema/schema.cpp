@@ -501,6 +501,14 @@ Value Schema::dtype_value(std::string_view torch_name) {
 // ---------------------------------------------------------------------------------------------
 // Typing YAML nodes
 
+Value Schema::parse_value(std::string_view text, const Type& type, const std::string& path,
+                          std::string_view profile, const std::string& source) const {
+  auto doc = parse_yaml(text, source);
+  doc->has_positions = false;
+  const TypingContext ctx{doc.get(), std::string(profile), true};
+  return coerce(*doc->root, type, path, ctx);
+}
+
 Value Schema::coerce(const YamlNode& node, const Type& type, const std::string& path,
                      const TypingContext& ctx) const {
   const YamlDoc& doc = *ctx.doc;

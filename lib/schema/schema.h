@@ -122,6 +122,12 @@ public:
   // Types a YAML node. Throws qr::Error naming the location, the dotted path and the token.
   [[nodiscard]] Value coerce(const YamlNode& node, const Type& type, const std::string& path,
                              const TypingContext& ctx) const;
+  // Text as an override or a pipeline option gives it (a YAML flow scalar, list or mapping),
+  // typed as `type` for the field at `path` in `profile`: the one "text -> typed value" of every
+  // such caller. `source` names the text in errors ("override 'a.b=x'"); a value has no
+  // line:column of its own. Throws qr::Error.
+  [[nodiscard]] Value parse_value(std::string_view text, const Type& type, const std::string& path,
+                                  std::string_view profile, const std::string& source) const;
   // Overlays a YAML mapping on an existing section value (recipe layers, `--base` files).
   void overlay(Value& section, const YamlNode& node, const std::string& path,
                const TypingContext& ctx) const;

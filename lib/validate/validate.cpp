@@ -3,6 +3,7 @@
 #include "diff/diff.h"
 #include "passes/invariants.h"
 #include "support/error.h"
+#include "support/suggest.h"
 #include "validate/check_kit.h"
 #include "yaml/yaml_read.h"
 
@@ -647,23 +648,39 @@ std::size_t ValidationReport::count(Finding::Level level) const {
       findings.begin(), findings.end(), [&](const Finding& f) { return f.level == level; }));
 }
 
+Waivers classify_waivers(std::vector<Waiver> waivers) {
+  for (Waiver& w : waivers) {
+    if (find_invariant(w.name) != nullptr) {
+      w.kind = Waiver::Kind::Invariant;
+    } else if (find_check(w.name) != nullptr) {
+      w.kind = Waiver::Kind::Check;
+    } else {
+      std::vector<std::string> names;
+      for (const InvariantInfo& i : invariant_registry())
+        names.push_back(i.name);
+      for (const CheckInfo& c : check_registry())
+        names.push_back(c.name);
+      throw Error(
+          "waives unknown invariant or check '" + w.name + "'" + did_you_mean(w.name, names) +
+          "; 'qwen-recipe list invariants' lists the invariants, docs/validate.md the checks");
+    }
+  }
+  return {std::move(waivers)};
+}
+
 ValidationReport validate_config(const Config& config, const ValidateOptions& options) {
-  for (const Waiver& w : options.waivers)
-    if (find_check(w.invariant) == nullptr && find_invariant(w.invariant) == nullptr)
-      throw Error("recipe waives unknown check '" + w.invariant + "'");
   const Ctx ctx{config, options, Layout(config)};
   ValidationReport report;
   report.layout = layout_text(ctx);
   report.world_size = options.world_size;
   report.strict = options.strict;
   auto add_problems = [&](const std::string& name, const std::vector<std::string>& problems,
-                          bool warn_only) {
-    auto waived = std::find_if(options.waivers.begin(), options.waivers.end(),
-                               [&](const Waiver& w) { return w.invariant == name; });
+                          bool warn_only, Waiver::Kind kind) {
+    const Waiver* waived = options.waivers.find(kind, name);
     for (const std::string& p : problems) {
       if (warn_only)
         report.findings.push_back({Finding::Level::Warning, name, p});
-      else if (waived != options.waivers.end())
+      else if (waived != nullptr)
         report.findings.push_back(
             {Finding::Level::Warning, name, "(waived by the recipe: " + waived->reason + ") " + p});
       else
@@ -676,7 +693,7 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
       ++report.checks;
       const std::string problem = inv.check(config);
       if (!problem.empty())
-        add_problems(inv.name, {problem}, false);
+        add_problems(inv.name, {problem}, false, Waiver::Kind::Invariant);
     }
   for (const CheckEntry& e : entries()) {
     const Outcome o = e.run(ctx);
@@ -687,7 +704,7 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
       continue;
     }
     ++report.checks;
-    add_problems(e.info.name, o.problems, e.warn_only);
+    add_problems(e.info.name, o.problems, e.warn_only, Waiver::Kind::Check);
   }
   if (options.strict)
     for (Finding& f : report.findings)

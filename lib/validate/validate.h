@@ -54,8 +54,9 @@ struct Finding {
 struct ValidateOptions {
   std::optional<std::int64_t> world_size; // absent: the checks that need it are skipped
   std::optional<PackageEnv> env;          // absent: the package checks are skipped
-  // A recipe's waivers: a failing check it names becomes a warning that gives the reason.
-  std::vector<Waiver> waivers;
+  // A recipe's waivers: a failing check (or invariant) it names becomes a warning that gives the
+  // reason.
+  Waivers waivers;
   // Also run every invariant (lib/passes/invariants), as a build checks them after its last
   // step. Off for a build's own validation: its pipeline has just checked them.
   bool invariants = true;
@@ -73,6 +74,11 @@ struct ValidationReport {
 };
 
 ValidationReport validate_config(const Config& config, const ValidateOptions& options);
+
+// Sorts waivers into the invariants and the start-up checks they name, as the catalogue does
+// once when it loads; throws qr::Error ("waives unknown invariant or check 'x'", with a "did you
+// mean") for a name that is neither.
+Waivers classify_waivers(std::vector<Waiver> waivers);
 
 // "error: check 'pipeline-layers' failed: ...", "warning: ...", "skipped: ...".
 std::string format_finding(const Finding& f);

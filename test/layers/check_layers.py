@@ -2,7 +2,11 @@
 """Checks lib/'s layering: the folder -> target graph the build wrote (LAYERS: lines
 `folder target: linked targets...`) has no cycle, every folder of LIB_DIR is a target, and every
 `#include "folder/..."` of one folder's files names its own folder or one its target links.
-Usage: check_layers.py LIB_DIR LAYERS. Prints each problem as `error: ...`; exit 1 if any."""
+With ROOT and CONSUMERS (lines `dir target: linked targets...`: apps/, bench/, the tests), each
+consumer directory's includes of lib folders name folders its target links itself, not through
+another target, so that it says what it uses.
+Usage: check_layers.py LIB_DIR LAYERS [ROOT CONSUMERS]. Prints each problem as `error: ...`;
+exit 1 if any."""
 import re
 import sys
 from pathlib import Path
@@ -45,6 +49,23 @@ def find_cycle(links):
     return None
 
 
+def check_consumers(root, consumers, target_of, errors):
+    _, links = read_layers(consumers)
+    count = 0
+    for line in Path(consumers).read_text().splitlines():
+        directory, target = line.partition(":")[0].split()
+        count += 1
+        for src in sorted((root / directory).rglob("*")):
+            if not src.is_file() or src.suffix not in (".c", ".cpp", ".cu", ".h", ".cuh"):
+                continue
+            for used in INCLUDE.findall(src.read_text(errors="replace")):
+                if used in target_of and target_of[used] not in links[target]:
+                    rel = src.relative_to(root)
+                    errors.append(f"{rel} includes {used}/ but {target} does not link "
+                                  f"{target_of[used]} itself")
+    return count
+
+
 def main():
     lib, layers = Path(sys.argv[1]), sys.argv[2]
     target_of, links = read_layers(layers)
@@ -66,10 +87,14 @@ def main():
                     rel = src.relative_to(lib)
                     errors.append(f"lib/{rel} includes {used}/ but {target} does not link "
                                   f"{target_of[used]}")
+    consumers = 0
+    if len(sys.argv) > 4:
+        consumers = check_consumers(Path(sys.argv[3]), sys.argv[4], target_of, errors)
     for e in errors:
         print("error: " + e)
     if not errors:
-        print(f"layers ok: {len(target_of)} folders, no cycle, every include linked")
+        print(f"layers ok: {len(target_of)} folders, no cycle, every include linked"
+              + (f"; {consumers} consumers link what they include" if consumers else ""))
     return 1 if errors else 0
 
 

@@ -346,3 +346,21 @@ TEST_CASE("recipes from a directory (--recipes-dir): the recipes/ tree on disk b
   CHECK_THAT(error_of([] { (void)directory_data("/no/such/recipes"); }),
              Catch::Contains("/no/such/recipes: not a directory"));
 }
+
+TEST_CASE("a recipe that waives an unknown name is refused when the catalogue loads") {
+  namespace fs = std::filesystem;
+  const fs::path tree = fs::path(QR_TEST_TMP) / "recipes_unknown_waiver";
+  fs::remove_all(tree);
+  fs::copy(fs::path(QR_SOURCE_DIR) / "recipes", tree, fs::copy_options::recursive);
+  const fs::path b200 = tree / "gpus" / "b200.yaml";
+  std::string text = qr::test::read_bytes(b200);
+  const std::string name = "      te-rng-tracker-with-graphs: >-\n";
+  REQUIRE(text.find(name) != std::string::npos);
+  text.replace(text.find(name), name.size(), "      te-rng-tracker-with-graph: >-\n");
+  std::ofstream(b200, std::ios::binary) << text;
+  CHECK_THAT(error_of([&] { (void)Compiler(directory_data(tree.string())); }),
+             Catch::Matches(".*gpus/b200\\.yaml:26:7: waives unknown invariant or check "
+                            "'te-rng-tracker-with-graph' \\(did you mean "
+                            "'te-rng-tracker-with-graphs'\\?\\).*"));
+  fs::remove_all(tree);
+}

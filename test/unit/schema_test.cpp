@@ -10,10 +10,7 @@ namespace {
 
 Value coerce(const std::string& text, const std::string& type,
              const std::string& profile = "pinned") {
-  auto doc = parse_yaml(text, "t");
-  doc->has_positions = false;
-  TypingContext ctx{doc.get(), profile, true};
-  return compiler().schema().coerce(*doc->root, *parse_type(type), "f", ctx);
+  return compiler().schema().parse_value(text, *parse_type(type), "f", profile, "t");
 }
 
 } // namespace
@@ -92,4 +89,21 @@ TEST_CASE("unknown fields in a base file are errors with a hint") {
       error_of([&] { (void)compiler().catalog().base_from_file(path, "pinned"); }),
       Catch::Contains("bad_base.yaml:3:3: 'model.hiden_size': Qwen35VLMoEModelProvider has no "
                       "field 'hiden_size' (did you mean 'hidden_size'?)"));
+}
+
+TEST_CASE("parse_value: text typed by the field, errors naming the source and the path") {
+  const Schema& schema = compiler().schema();
+  CHECK(schema.parse_value("2", *parse_type("float"), "train.x", "pinned", "override 'x=2'") ==
+        Value(2.0));
+  CHECK(schema.parse_value("[a, 1]", *parse_type("list<str>"), "p", "pinned", "o") ==
+        Value(List{Value(std::string("a")), Value(std::string("1"))}));
+  CHECK_THAT(error_of([&] {
+               (void)schema.parse_value("[1", *parse_type("list<int>"), "p", "pinned",
+                                        "src 'p=[1'");
+             }),
+             Catch::StartsWith("src 'p=[1'"));
+  CHECK_THAT(error_of([&] {
+               (void)schema.parse_value("abc", *parse_type("int"), "train.iters", "pinned", "s");
+             }),
+             Catch::Contains("train.iters"));
 }

@@ -242,10 +242,10 @@ TEST_CASE("validate: shipped recipes build and validate clean or waived, both pr
       const ValidationReport& rep = r.report;
       CHECK(rep.count(Finding::Level::Error) == 0);
       // A waiver that no longer fires is stale.
-      for (const Waiver& w : r.recipe->variant->waivers)
-        if (find_check(w.invariant) != nullptr)
+      for (const Waiver& w : r.recipe->variant->waivers.listed)
+        if (w.kind == Waiver::Kind::Check)
           CHECK(std::any_of(rep.findings.begin(), rep.findings.end(), [&](const Finding& f) {
-            return f.check == w.invariant && f.level == Finding::Level::Warning;
+            return f.check == w.name && f.level == Finding::Level::Warning;
           }));
     }
 }
@@ -262,10 +262,21 @@ TEST_CASE("validate: a waived check warns with the recipe's reason; without it, 
   ValidateOptions bare;
   bare.world_size = 64;
   CHECK(validate_config(r.config, bare).count(Finding::Level::Error) == 1);
-  ValidateOptions typo = bare;
-  typo.waivers = {{"pipeline-layer", "x"}};
-  CHECK_THAT(error_of([&] { (void)validate_config(r.config, typo); }),
-             Catch::Contains("recipe waives unknown check 'pipeline-layer'"));
+}
+
+TEST_CASE("validate: waivers are sorted into invariants and checks; an unknown name is refused") {
+  const Waivers w =
+      classify_waivers({{"pipeline-layers", "a"}, {"te-rng-tracker-with-graphs", "b"}});
+  REQUIRE(w.listed.size() == 2);
+  CHECK(w.listed[0].kind == Waiver::Kind::Check);
+  CHECK(w.listed[1].kind == Waiver::Kind::Invariant);
+  CHECK(w.find(Waiver::Kind::Check, "pipeline-layers") == &w.listed[0]);
+  CHECK(w.find(Waiver::Kind::Invariant, "pipeline-layers") == nullptr);
+  CHECK_THAT(error_of([&] {
+               (void)classify_waivers({{"pipeline-layer", "x"}});
+             }),
+             Catch::StartsWith("waives unknown invariant or check 'pipeline-layer' (did you mean "
+                               "'pipeline-layers'?)"));
 }
 
 TEST_CASE("validate: release tuples as Python compares them") {
@@ -428,8 +439,8 @@ TEST_CASE("validate: every shipped recipe's YAML fails exactly the checks its re
       CAPTURE(s.id(), profile);
       const BuildResult r = build(s.model->name, s.gpu->name, s.precision, {}, profile);
       std::set<std::string> waived;
-      for (const Waiver& w : s.variant->waivers)
-        waived.insert(w.invariant);
+      for (const Waiver& w : s.variant->waivers.listed)
+        waived.insert(w.name);
       const std::vector<std::string> fails =
           failed(validate_text(emit_config(r), s.entry->num_gpus));
       CHECK(std::set<std::string>(fails.begin(), fails.end()) == waived);
