@@ -79,9 +79,8 @@ struct Build {
     req.recipe = header.substr(build + 7, header.find(' ', build + 7) - build - 7);
     if (req.gpu.empty())
       req.gpu = header_option(header, "--gpu");
-    const std::string precision = header_option(header, "--precision");
-    if (req.precision == "bf16" && !precision.empty())
-      req.precision = precision;
+    if (req.precision.empty())
+      req.precision = header_option(header, "--precision");
     if (req.profile.empty())
       req.profile = header_option(header, "--mcore");
   }

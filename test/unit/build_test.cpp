@@ -89,6 +89,20 @@ TEST_CASE("build: refuse_waived stops a recipe whose waived check fails (launch)
                                "'pipeline-layers' fails (waived by the recipe: "));
 }
 
+TEST_CASE("build: a config taken as written is launched as the recipe its header names") {
+  const std::filesystem::path dir = std::filesystem::path(QR_TEST_TMP) / "build_as_written";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "fp8mx.yaml").string();
+  std::ofstream(path, std::ios::binary)
+      << compiler().run(request("qwen35_35b@gb300:fp8mx"), through(Stage::Emit)).yaml;
+  BuildRequest req;
+  req.config_file = path;
+  CHECK(compiler().run(req, through(Stage::Emit)).recipe->id() == "qwen35_35b@gb300:fp8mx");
+  // --precision and --gpu, given, win over the header.
+  req.precision = "fp8cs";
+  CHECK(compiler().run(req, through(Stage::Invariants)).recipe->id() == "qwen35_35b@gb300:fp8cs");
+}
+
 TEST_CASE("build: a config taken as written keeps its values and checks every invariant") {
   const std::filesystem::path dir = std::filesystem::path(QR_TEST_TMP) / "build_as_written";
   std::filesystem::create_directories(dir);
