@@ -308,6 +308,22 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
   return std::move(b.r);
 }
 
+bool is_override_token(std::string_view word) {
+  return word.find('=') != std::string_view::npos || word.starts_with("~") || word.starts_with("+");
+}
+
+void split_recipe_words(const std::vector<std::string>& words, BuildRequest& request, bool has_base,
+                        std::vector<std::string>* fields) {
+  auto it = words.begin();
+  if (it != words.end() && (!has_base || !is_override_token(*it)))
+    request.recipe = *it++;
+  for (; it != words.end(); ++it)
+    if (fields != nullptr && !is_override_token(*it))
+      fields->push_back(*it);
+    else
+      request.overrides.push_back(*it);
+}
+
 std::string emit_config(const BuildResult& result, bool header) {
   std::string out;
   if (header) {

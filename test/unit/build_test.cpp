@@ -125,3 +125,21 @@ TEST_CASE("build: a config taken as written keeps its values and checks every in
   CHECK_THAT(error_of([&] { (void)compiler().run(req, through(Stage::Emit)); }),
              Catch::StartsWith(path + ": invariant 'cuda-graph-local-full-iteration-only' failed"));
 }
+
+TEST_CASE("build: one split of positional words into recipe, overrides and fields") {
+  BuildRequest build;
+  split_recipe_words({"qwen3_30b@h100", "a.b=1", "~c"}, build);
+  CHECK(build.recipe == "qwen3_30b@h100");
+  CHECK(build.overrides == std::vector<std::string>{"a.b=1", "~c"});
+  // With --base, a first word that is an override is no recipe.
+  BuildRequest base;
+  split_recipe_words({"+a.b=1", "c=2"}, base, true);
+  CHECK(base.recipe.empty());
+  CHECK(base.overrides == std::vector<std::string>{"+a.b=1", "c=2"});
+  BuildRequest explain;
+  std::vector<std::string> fields;
+  split_recipe_words({"qwen3_30b@h100", "model", "x=1", "train.seed", "++y=2"}, explain, false,
+                     &fields);
+  CHECK(fields == std::vector<std::string>{"model", "train.seed"});
+  CHECK(explain.overrides == std::vector<std::string>{"x=1", "++y=2"});
+}
