@@ -52,13 +52,8 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   o.recipe.fill(req);
   req.pipeline_text = o.pipeline;
   req.base_file = o.base;
-  // The first argument is the recipe; with --base, only when it cannot be an override.
-  auto it = o.args.begin();
-  if (it != o.args.end() &&
-      (o.base.empty() || (it->find('=') == std::string::npos && !it->starts_with("~"))))
-    req.recipe = *it++;
+  split_recipe_words(o.args, req, !o.base.empty());
   req.override_files = o.override_files;
-  req.overrides.assign(it, o.args.end());
   if (o.print_pipeline) {
     const BuildResult r = compiler->run(req, through(Stage::Pipeline));
     write_output(o.output, pipeline_listing(r));

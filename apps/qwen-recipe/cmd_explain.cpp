@@ -26,15 +26,9 @@ int run_explain(const ExplainOptions& o, const GlobalOptions& g) {
                 "model.cuda_graph_impl");
   auto compiler = make_compiler(g);
   BuildRequest req;
-  req.recipe = o.args.front();
   o.recipe.fill(req);
   std::vector<std::string> fields;
-  // Overrides have an '=' or a Hydra prefix; anything else names a field.
-  for (auto it = o.args.begin() + 1; it != o.args.end(); ++it)
-    if (it->find('=') != std::string::npos || it->starts_with("~") || it->starts_with("+"))
-      req.overrides.push_back(*it);
-    else
-      fields.push_back(*it);
+  split_recipe_words(o.args, req, false, &fields);
   const BuildResult r = compiler->run(req, through(Stage::Invariants));
   const std::vector<FieldHistory> histories = explain_fields(*compiler, r, fields);
   if (o.format == "json") {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <spdlog/spdlog.h>
+#include <utility>
 
 namespace qr::cli {
 namespace {
@@ -55,12 +56,10 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
                         "or launch the recipe with overrides)");
   BuildRequest req;
   o.recipe.fill(req);
+  split_recipe_words(o.args, req);
   if (from_file) {
-    req.config_file = first;
+    req.config_file = std::exchange(req.recipe, {});
     req.allow_waived = o.allow_waived;
-  } else {
-    req.recipe = first;
-    req.overrides.assign(o.args.begin() + 1, o.args.end());
   }
   // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
   // global batch stay, data parallelism follows, and every start-up check runs on the new size.

@@ -79,9 +79,8 @@ struct Build {
     req.recipe = header.substr(build + 7, header.find(' ', build + 7) - build - 7);
     if (req.gpu.empty())
       req.gpu = header_option(header, "--gpu");
-    const std::string precision = header_option(header, "--precision");
-    if (req.precision == "bf16" && !precision.empty())
-      req.precision = precision;
+    if (req.precision.empty())
+      req.precision = header_option(header, "--precision");
     if (req.profile.empty())
       req.profile = header_option(header, "--mcore");
   }
@@ -307,6 +306,22 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
   if (stages.has(Stage::Emit))
     b.r.yaml = emit_config(b.r, request.header);
   return std::move(b.r);
+}
+
+bool is_override_token(std::string_view word) {
+  return word.find('=') != std::string_view::npos || word.starts_with("~") || word.starts_with("+");
+}
+
+void split_recipe_words(const std::vector<std::string>& words, BuildRequest& request, bool has_base,
+                        std::vector<std::string>* fields) {
+  auto it = words.begin();
+  if (it != words.end() && (!has_base || !is_override_token(*it)))
+    request.recipe = *it++;
+  for (; it != words.end(); ++it)
+    if (fields != nullptr && !is_override_token(*it))
+      fields->push_back(*it);
+    else
+      request.overrides.push_back(*it);
 }
 
 std::string emit_config(const BuildResult& result, bool header) {

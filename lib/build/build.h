@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qr {
@@ -121,6 +122,17 @@ private:
   std::shared_ptr<const Catalog> catalog_;
   std::string recipes_dir_; // empty: the built-in recipes
 };
+
+// Whether a command-line word is a Hydra override (key=value, +key=value, ++key=value, ~key)
+// rather than a recipe or a field name.
+bool is_override_token(std::string_view word);
+
+// The one split of a subcommand's positional words into the recipe and its overrides (build,
+// launch, explain): the first word is the recipe (with a --base file, only when it is no
+// override), the rest are overrides; with `fields` (explain), words that are no override name
+// fields instead, in any order.
+void split_recipe_words(const std::vector<std::string>& words, BuildRequest& request,
+                        bool has_base = false, std::vector<std::string>* fields = nullptr);
 
 // The YAML Megatron-Bridge loads, with a comment header that says how to rebuild it.
 std::string emit_config(const BuildResult& result, bool header = true);

@@ -89,6 +89,20 @@ TEST_CASE("build: refuse_waived stops a recipe whose waived check fails (launch)
                                "'pipeline-layers' fails (waived by the recipe: "));
 }
 
+TEST_CASE("build: a config taken as written is launched as the recipe its header names") {
+  const std::filesystem::path dir = std::filesystem::path(QR_TEST_TMP) / "build_as_written";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "fp8mx.yaml").string();
+  std::ofstream(path, std::ios::binary)
+      << compiler().run(request("qwen35_35b@gb300:fp8mx"), through(Stage::Emit)).yaml;
+  BuildRequest req;
+  req.config_file = path;
+  CHECK(compiler().run(req, through(Stage::Emit)).recipe->id() == "qwen35_35b@gb300:fp8mx");
+  // --precision and --gpu, given, win over the header.
+  req.precision = "fp8cs";
+  CHECK(compiler().run(req, through(Stage::Invariants)).recipe->id() == "qwen35_35b@gb300:fp8cs");
+}
+
 TEST_CASE("build: a config taken as written keeps its values and checks every invariant") {
   const std::filesystem::path dir = std::filesystem::path(QR_TEST_TMP) / "build_as_written";
   std::filesystem::create_directories(dir);
@@ -110,4 +124,22 @@ TEST_CASE("build: a config taken as written keeps its values and checks every in
   std::ofstream(path, std::ios::binary) << edited;
   CHECK_THAT(error_of([&] { (void)compiler().run(req, through(Stage::Emit)); }),
              Catch::StartsWith(path + ": invariant 'cuda-graph-local-full-iteration-only' failed"));
+}
+
+TEST_CASE("build: one split of positional words into recipe, overrides and fields") {
+  BuildRequest build;
+  split_recipe_words({"qwen3_30b@h100", "a.b=1", "~c"}, build);
+  CHECK(build.recipe == "qwen3_30b@h100");
+  CHECK(build.overrides == std::vector<std::string>{"a.b=1", "~c"});
+  // With --base, a first word that is an override is no recipe.
+  BuildRequest base;
+  split_recipe_words({"+a.b=1", "c=2"}, base, true);
+  CHECK(base.recipe.empty());
+  CHECK(base.overrides == std::vector<std::string>{"+a.b=1", "c=2"});
+  BuildRequest explain;
+  std::vector<std::string> fields;
+  split_recipe_words({"qwen3_30b@h100", "model", "x=1", "train.seed", "++y=2"}, explain, false,
+                     &fields);
+  CHECK(fields == std::vector<std::string>{"model", "train.seed"});
+  CHECK(explain.overrides == std::vector<std::string>{"x=1", "++y=2"});
 }
