@@ -1,6 +1,7 @@
-// qwen-recipe build: recipe -> pipeline -> overrides -> invariants -> YAML on stdout (or -o).
-#include "commands.h"
+// qwen-recipe build: recipe -> passes -> shortcuts -> overrides -> checks -> YAML on stdout (or -o);
+// --multirun: one config per combination of a sweep, into --out-dir.
 #include "build/sweep_runs.h"
+#include "commands.h"
 #include "support/error.h"
 #include "yaml/yaml_write.h"
 

@@ -1,9 +1,9 @@
 // qwen-recipe launch RECIPE --gpu G [OVERRIDES...]: builds and checks the config, writes it, and
 // prints (or writes) the Slurm batch script, torchrun script or JSON that runs it.
+#include "build/sweep_runs.h"
 #include "commands.h"
 #include "compile/operands.h"
 #include "launch/launch.h"
-#include "build/sweep_runs.h"
 #include "support/error.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
