@@ -52,7 +52,7 @@ struct Build {
   Build(const std::shared_ptr<const Schema>& schema, const Catalog& catalog,
         const std::string& recipes_dir, const BuildRequest& request, const RunHooks& hooks)
       : schema(schema), catalog(catalog), recipes_dir(recipes_dir), req(request), hooks(hooks),
-        r{Config(schema, schema->default_profile(), Value()), {}, {}, {}, {}, {}, {}, {}} {}
+        r{Config(schema, schema->default_profile(), Value()), {}, {}, {}, {}, {}, {}, {}, {}} {}
 
   const std::shared_ptr<const Schema>& schema;
   const Catalog& catalog;
