@@ -1,4 +1,5 @@
-// qwen-recipe build: recipe -> passes -> shortcuts -> overrides -> checks -> YAML on stdout (or -o);
+// qwen-recipe build: recipe -> passes -> shortcuts -> overrides -> checks -> YAML on stdout (or
+// -o);
 // --multirun: one config per combination of a sweep, into --out-dir.
 #include "build/sweep_runs.h"
 #include "commands.h"
@@ -66,7 +67,7 @@ int run_build_sweep(const BuildOptions& o, const BuildRequest& req, const Compil
                 " shows one build; leave out --multirun, or the option");
   BuildRequest swept = req;
   swept.checks.single_error = true; // one line, named by the run
-  const SweepPlan plan = plan_sweep(swept);
+  const SweepPlan plan = plan_sweep(swept, o.recipe.shortcuts);
   std::vector<OutputFile> files;
   std::vector<std::string> configs;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
@@ -86,7 +87,7 @@ int run_build(const BuildOptions& o, const GlobalOptions& g) {
   hold_logs();
   auto compiler = make_compiler(g);
   BuildRequest req;
-  o.recipe.fill(req);
+  o.recipe.fill(req, !o.multirun);
   req.pipeline_text = o.pipeline;
   req.base_file = o.base;
   split_recipe_words(o.args, req, !o.base.empty());

@@ -83,7 +83,7 @@ int run_launch_sweep(LaunchCliOptions o, const BuildRequest& req, const Compiler
   finish_launch_options(o);
   BuildRequest swept = req;
   swept.checks.single_error = true; // one line, named by the run
-  const SweepPlan plan = plan_sweep(swept);
+  const SweepPlan plan = plan_sweep(swept, o.recipe.shortcuts);
   const std::string ext = o.format == "slurm"      ? ".sbatch"
                           : o.format == "torchrun" ? ".sh"
                                                    : ".json";
@@ -128,7 +128,7 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
                         "--multirun or --config (edit the file, or launch the recipe with "
                         "overrides)");
   BuildRequest req;
-  o.recipe.fill(req);
+  o.recipe.fill(req, !o.multirun);
   split_recipe_words(o.args, req);
   if (from_file) {
     req.config_file = std::exchange(req.recipe, {});

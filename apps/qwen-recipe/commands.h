@@ -43,13 +43,15 @@ struct RecipeOptions {
           ->type_name(info.nullable ? "N|None" : "N");
     }
   }
-  void fill(BuildRequest& req) const {
+  // `with_shortcuts` false: a sweep reads their texts itself (--multirun --tp 1,2).
+  void fill(BuildRequest& req, bool with_shortcuts = true) const {
     req.gpu = gpu;
     req.precision = precision;
     req.profile = profile;
     req.override_files = override_files;
-    for (const auto& [name, text] : shortcuts)
-      req.shortcuts.push_back(parse_shortcut(name, text));
+    if (with_shortcuts)
+      for (const auto& [name, text] : shortcuts)
+        req.shortcuts.push_back(parse_shortcut(name, text));
   }
 };
 

@@ -11,13 +11,17 @@
 
 namespace qr {
 
-SweepPlan plan_sweep(const BuildRequest& request) {
+SweepPlan plan_sweep(const BuildRequest& request,
+                     const std::vector<std::pair<std::string, std::string>>& shortcuts) {
   SweepPlan plan;
-  plan.sweep = parse_sweep(request.overrides);
+  plan.sweep = parse_sweep(request.overrides, shortcuts);
   plan.runs = expand_sweep(plan.sweep);
   for (const SweepRun& run : plan.runs) {
     BuildRequest r = request;
     r.overrides = run.overrides;
+    r.shortcuts.clear();
+    for (const auto& [name, text] : run.shortcuts)
+      r.shortcuts.push_back(parse_shortcut(name, text));
     plan.requests.push_back(std::move(r));
   }
   return plan;

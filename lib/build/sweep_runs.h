@@ -12,14 +12,17 @@
 
 namespace qr {
 
-// The runs of a sweep over `request`'s overrides; each run's request has them in place of the
-// sweep's. Throws qr::Error naming the token at fault, or the product over the bound.
+// The runs of a sweep over `request`'s overrides and the shortcuts' texts (name, text: `--tp
+// 1,2` sweeps too); each run's request has its overrides and shortcuts in place of the sweep's
+// (request.shortcuts is not read). Throws qr::Error naming the token at fault, or the product
+// over the bound.
 struct SweepPlan {
   Sweep sweep;
   std::vector<SweepRun> runs;
   std::vector<BuildRequest> requests;
 };
-SweepPlan plan_sweep(const BuildRequest& request);
+SweepPlan plan_sweep(const BuildRequest& request,
+                     const std::vector<std::pair<std::string, std::string>>& shortcuts);
 
 // What `step(request)` returns for run `i` of the plan (its build, its launch plan), with any
 // error it throws named by the run: "sweep run 'NAME' (3 of 4): ...".

@@ -69,7 +69,10 @@ Shortcut parse_shortcut(std::string_view name, std::string_view text) {
       text.size() > 9)
     throw Error(option + " '" + std::string(text) + "': expected a whole number from 1 to " +
                 "999999999 without leading zeros" +
-                (it->nullable ? std::string(", or None for null") : std::string()));
+                (it->nullable ? std::string(", or None for null") : std::string()) +
+                (text.find_first_of(",(") != std::string_view::npos
+                     ? "; to sweep it, give --multirun --out-dir DIR"
+                     : ""));
   s.value = std::stoll(std::string(text));
   return s;
 }

@@ -1,6 +1,7 @@
 #include "overrides/sweep.h"
 
 #include "overrides/overrides.h"
+#include "overrides/shortcuts.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -253,9 +254,11 @@ std::string file_name_part(std::string_view text) {
   return out;
 }
 
-Sweep parse_sweep(const std::vector<std::string>& tokens) {
+Sweep parse_sweep(const std::vector<std::string>& tokens,
+                  const std::vector<std::pair<std::string, std::string>>& shortcuts) {
   Sweep s;
   s.tokens = tokens;
+  s.shortcuts = shortcuts;
   for (const std::string& token : tokens) {
     std::string_view rest = token;
     std::string prefix;
@@ -275,7 +278,7 @@ Sweep parse_sweep(const std::vector<std::string>& tokens) {
     }
     if (prefix == "~")
       throw Error(quoted(token) + ": a delete cannot be swept; give ~KEY or ~KEY=VALUE once");
-    SweepAxis axis{token, prefix, std::string(rest.substr(0, eq)), {}, {}};
+    SweepAxis axis{token, prefix, std::string(rest.substr(0, eq)), false, {}, {}};
     for (const std::string& v : values) {
       // Each value must make a valid single override (the key's grammar, a value that is one).
       (void)parse_override(prefix + axis.key + "=" + v);
@@ -288,6 +291,32 @@ Sweep parse_sweep(const std::vector<std::string>& tokens) {
         throw Error(quoted(token) + ": '" + axis.key + "' is already swept by '" + other.token +
                     "'; give all its values in one sweep");
     s.axis_of_token.push_back(static_cast<int>(s.axes.size()));
+    s.axes.push_back(std::move(axis));
+  }
+  for (const auto& [name, text] : shortcuts) {
+    const std::string token = "--" + name + " " + text;
+    const std::vector<std::string> values = sweep_values(text, token);
+    if (values.empty()) {
+      (void)parse_shortcut(name, text);
+      s.axis_of_shortcut.push_back(-1);
+      continue;
+    }
+    SweepAxis axis{token, "--", name, true, {}, {}};
+    for (const std::string& v : values) {
+      try {
+        (void)parse_shortcut(name, v);
+      } catch (const Error& e) {
+        throw Error(quoted(token) + ": " + e.what());
+      }
+      if (std::find(axis.values.begin(), axis.values.end(), v) != axis.values.end())
+        throw Error(quoted(token) + ": value '" + v + "' is given twice");
+      axis.values.push_back(v);
+    }
+    for (const SweepAxis& other : s.axes)
+      if (other.shortcut && other.key == name)
+        throw Error(quoted(token) + ": --" + name + " is already swept by '" + other.token +
+                    "'; give all its values in one sweep");
+    s.axis_of_shortcut.push_back(static_cast<int>(s.axes.size()));
     s.axes.push_back(std::move(axis));
   }
   for (SweepAxis& a : s.axes) {
@@ -320,7 +349,7 @@ std::vector<SweepRun> expand_sweep(const Sweep& sweep, std::size_t max_runs) {
     for (std::size_t i = 0; i < sweep.axes.size(); ++i) {
       const SweepAxis& a = sweep.axes[i];
       const std::string& v = a.values[index[i]];
-      run.choices.push_back(a.prefix + a.key + "=" + v);
+      run.choices.push_back(a.prefix + a.key + (a.shortcut ? " " : "=") + v);
       run.name += (run.name.empty() ? "" : ",") + a.short_key + "=" + file_name_part(v);
     }
     if (run.name.empty())
@@ -334,6 +363,13 @@ std::vector<SweepRun> expand_sweep(const Sweep& sweep, std::size_t max_runs) {
       run.overrides.push_back(sweep.axis_of_token[t] < 0
                                   ? sweep.tokens[t]
                                   : run.choices[static_cast<std::size_t>(sweep.axis_of_token[t])]);
+    for (std::size_t t = 0; t < sweep.shortcuts.size(); ++t)
+      run.shortcuts.emplace_back(
+          sweep.shortcuts[t].first,
+          sweep.axis_of_shortcut[t] < 0
+              ? sweep.shortcuts[t].second
+              : sweep.axes[static_cast<std::size_t>(sweep.axis_of_shortcut[t])]
+                    .values[index[static_cast<std::size_t>(sweep.axis_of_shortcut[t])]]);
     runs.push_back(std::move(run));
     // The last axis varies fastest.
     for (std::size_t i = sweep.axes.size(); i-- > 0;) {

@@ -15,15 +15,18 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace qr {
 
-// One swept override: its prefix and key as given (`+`, `++` or none) and the values it takes.
+// One swept override: its prefix and key as given (`+`, `++` or none) and the values it takes;
+// or one swept launcher shortcut (`--tp 1,2`: prefix "--", key "tp").
 struct SweepAxis {
   std::string token; // as given, for messages
   std::string prefix;
   std::string key;
+  bool shortcut = false;
   std::vector<std::string> values; // each the YAML text of one override value
   std::string short_key;           // the key's last name, or the whole key when two axes share it
 };
@@ -31,7 +34,9 @@ struct SweepAxis {
 struct Sweep {
   std::vector<std::string> tokens; // the overrides as given
   std::vector<int> axis_of_token;  // -1: a fixed override, the same in every run
-  std::vector<SweepAxis> axes;     // in the order given
+  std::vector<std::pair<std::string, std::string>> shortcuts; // name and text, as given
+  std::vector<int> axis_of_shortcut;                          // -1: fixed
+  std::vector<SweepAxis> axes; // the overrides' in the order given, then the shortcuts'
 };
 
 // One combination: its overrides (the fixed ones as given, each swept one with its value, in the
@@ -39,7 +44,8 @@ struct Sweep {
 struct SweepRun {
   std::string name;
   std::vector<std::string> overrides;
-  std::vector<std::string> choices; // `key=value` of each axis, in axis order
+  std::vector<std::pair<std::string, std::string>> shortcuts; // name and value text
+  std::vector<std::string> choices; // `key=value` (`--tp 2`) of each axis, in axis order
 };
 
 // A sweep writes a file per combination; more than this is a mistake.
@@ -48,8 +54,10 @@ constexpr std::size_t kMaxSweepRuns = 4096;
 // NAME_MAX).
 constexpr std::size_t kMaxRunNameBytes = 200;
 
-// Reads the sweeps among the overrides; throws qr::Error naming the token at fault.
-Sweep parse_sweep(const std::vector<std::string>& tokens);
+// Reads the sweeps among the overrides and the launcher shortcuts' texts (`--tp 1,2` sweeps TP
+// with what follows it); throws qr::Error naming the token at fault.
+Sweep parse_sweep(const std::vector<std::string>& tokens,
+                  const std::vector<std::pair<std::string, std::string>>& shortcuts = {});
 
 // The combinations in Hydra's basic sweeper order (the first axis varies slowest), or an error
 // naming the product when there are more than `max_runs`. No sweep: one run.

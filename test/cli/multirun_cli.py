@@ -126,6 +126,20 @@ rc, out, err = run("build", "qwen3_30b", "--gpu", "b200", "-q", "--tp", "2",
 expect(rc == 0 and "  sequence_parallel: false\n" in out, "the dotlist wins over a shortcut",
        err)
 
+# The shortcuts sweep too (--tp 1,2), each run with what follows its value.
+rc, _, err = run("build", "qwen3_30b", "--gpu", "b200", "-q", "-m", "--out-dir", "t", "--tp", "1,2",
+                 "--gbs", "256")
+expect(rc == 0 and listing("t") == ["multirun.yaml", "tp=1.yaml", "tp=2.yaml"],
+       "--multirun --tp 1,2: a config per TP", err + str(listing("t") if rc == 0 else ""))
+if rc == 0:
+    for tp, sp in ((1, "false"), (2, "true")):
+        rc, single, err = run("build", "qwen3_30b", "--gpu", "b200", "-q", "--tp", str(tp),
+                              "--gbs", "256")
+        expect(read(f"t/tp={tp}.yaml") == single and f"  sequence_parallel: {sp}\n" in single,
+               f"tp={tp}.yaml: the single build with --tp {tp}", err)
+    expect("  - --tp 1\n" in read("t/multirun.yaml") and "- key: --tp\n" in read("t/multirun.yaml"),
+           "the index names the shortcut sweep", read("t/multirun.yaml"))
+
 # --overrides on explain and launch, as on build.
 with open(os.path.join(WORK, "o.yaml"), "w", encoding="utf-8") as f:
     f.write("train:\n  train_iters: 7\n")

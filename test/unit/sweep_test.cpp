@@ -111,6 +111,31 @@ TEST_CASE("sweeps expand in Hydra's order, with names from the swept values") {
   CHECK(one[0].overrides == Strings{"a=1"});
 }
 
+TEST_CASE("the launcher shortcuts sweep too, after the overrides' sweeps") {
+  const Sweep s = parse_sweep({"train.train_iters=5,6"}, {{"tp", "1,2"}, {"gbs", "512"}});
+  const std::vector<SweepRun> runs = expand_sweep(s);
+  CHECK(names_of(runs) == Strings{"train_iters=5,tp=1", "train_iters=5,tp=2", "train_iters=6,tp=1",
+                                  "train_iters=6,tp=2"});
+  CHECK(runs[1].choices == Strings{"train.train_iters=5", "--tp 2"});
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  CHECK(runs[1].shortcuts == Pairs{{"tp", "2"}, {"gbs", "512"}});
+  CHECK(parse_sweep({}, {{"vp", "range(1,3)"}}).axes.at(0).values == Strings{"1", "2"});
+  CHECK_THAT(error_of([] {
+               parse_sweep({}, {{"tp", "1,x"}});
+             }),
+             Catch::StartsWith("sweep '--tp 1,x': --tp 'x': expected a whole number"));
+  CHECK_THAT(error_of([] {
+               parse_sweep({}, {{"pp", "2,2"}});
+             }),
+             Catch::Contains("value '2' is given twice"));
+  CHECK_THAT(error_of([] {
+               parse_sweep({}, {{"tp", "1,2"}, {"tp", "4,8"}});
+             }),
+             Catch::Contains("--tp is already swept by '--tp 1,2'"));
+  CHECK_THAT(error_of([] { parse_shortcut("tp", "1,2"); }),
+             Catch::EndsWith("; to sweep it, give --multirun --out-dir DIR"));
+}
+
 TEST_CASE("run names are safe file names, encoded so that distinct values stay distinct") {
   CHECK(file_name_part("256") == "256");
   CHECK(file_name_part("1e-4") == "1e-4");
