@@ -1,4 +1,7 @@
-// qwen-recipe build: recipe -> pipeline -> overrides -> invariants -> YAML on stdout (or -o).
+// qwen-recipe build: recipe -> passes -> shortcuts -> overrides -> checks -> YAML on stdout (or
+// -o);
+// --multirun: one config per combination of a sweep, into --out-dir.
+#include "build/sweep_runs.h"
 #include "commands.h"
 #include "support/error.h"
 #include "yaml/yaml_write.h"
@@ -15,10 +18,9 @@ namespace {
 struct BuildOptions {
   std::vector<std::string> args; // RECIPE then overrides (only overrides with --base)
   RecipeOptions recipe;
-  std::string pipeline, base, output, env;
-  std::vector<std::string> override_files;
+  std::string pipeline, base, output, env, out_dir;
   std::optional<std::int64_t> num_gpus;
-  bool print_pipeline = false, print_after_all = false, no_header = false;
+  bool print_pipeline = false, print_after_all = false, no_header = false, multirun = false;
 };
 
 std::string pipeline_listing(const BuildResult& r) {
@@ -34,7 +36,15 @@ std::string pipeline_listing(const BuildResult& r) {
       out += "    (from " + inv.via + ")";
     out += "\n";
   }
-  std::snprintf(buf, sizeof buf, "%4d  ", static_cast<int>(r.pipeline.passes().size() + 1));
+  int step = static_cast<int>(r.pipeline.passes().size() + 1);
+  if (!r.shortcuts.empty()) {
+    std::snprintf(buf, sizeof buf, "%4d  ", step++);
+    out += buf + std::string("shortcuts:");
+    for (const Shortcut& sc : r.shortcuts)
+      out += " " + shortcut_words(sc);
+    out += "    (launcher shortcuts and what follows them, before the overrides)\n";
+  }
+  std::snprintf(buf, sizeof buf, "%4d  ", step);
   out += buf + std::string("overrides:");
   if (r.overrides.empty())
     out += " (none)";
@@ -45,23 +55,55 @@ std::string pipeline_listing(const BuildResult& r) {
   return out;
 }
 
+// --multirun: every combination is built and checked before any file is written; then the
+// configs and multirun.yaml are written as one.
+int run_build_sweep(const BuildOptions& o, const BuildRequest& req, const Compiler& compiler) {
+  if (o.out_dir.empty())
+    throw Error("--multirun needs --out-dir DIR, the directory its configs go to");
+  if (!o.output.empty())
+    throw Error("-o writes one config; with --multirun the configs go to --out-dir");
+  if (o.print_pipeline || o.print_after_all)
+    throw Error(std::string(o.print_pipeline ? "--print-pipeline" : "--print-after-all") +
+                " shows one build; leave out --multirun, or the option");
+  BuildRequest swept = req;
+  swept.checks.single_error = true; // one line, named by the run
+  const SweepPlan plan = plan_sweep(swept, o.recipe.shortcuts);
+  std::vector<OutputFile> files;
+  std::vector<std::string> configs;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const BuildResult r = in_run(
+        plan, i, [&](const BuildRequest& rq) { return compiler.run(rq, through(Stage::Emit)); });
+    configs.push_back(plan.runs[i].name + ".yaml");
+    files.push_back({sweep_path(o.out_dir, configs.back()), r.yaml});
+  }
+  files.push_back({sweep_path(o.out_dir, "multirun.yaml"),
+                   to_yaml(sweep_index(plan.sweep, plan.runs, configs, {}))});
+  write_sweep(o.out_dir, files, true);
+  spdlog::info("wrote {} configs and multirun.yaml to {}", configs.size(), o.out_dir);
+  return 0;
+}
+
 int run_build(const BuildOptions& o, const GlobalOptions& g) {
   hold_logs();
   auto compiler = make_compiler(g);
   BuildRequest req;
-  o.recipe.fill(req);
+  o.recipe.fill(req, !o.multirun);
   req.pipeline_text = o.pipeline;
   req.base_file = o.base;
   split_recipe_words(o.args, req, !o.base.empty());
-  req.override_files = o.override_files;
+  req.checks.num_gpus = o.num_gpus;
+  req.checks.env_file = o.env;
+  req.header = !o.no_header;
+  if (o.multirun)
+    return run_build_sweep(o, req, *compiler);
+  if (!o.out_dir.empty())
+    throw Error("--out-dir is where --multirun writes its configs; give --multirun, or -o FILE "
+                "for one config");
   if (o.print_pipeline) {
     const BuildResult r = compiler->run(req, through(Stage::Pipeline));
     write_output(o.output, pipeline_listing(r));
     return 0;
   }
-  req.checks.num_gpus = o.num_gpus;
-  req.checks.env_file = o.env;
-  req.header = !o.no_header;
   RunHooks hooks;
   if (o.print_after_all)
     hooks.after_change = [](const std::string& step, const Config& c) {
@@ -86,11 +128,6 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
                   "replace the recipe's pipeline, e.g. 'precision{p=bf16},qwen35-vl-common,...'");
   cmd->add_option("--base", opts->base,
                   "start from this YAML config instead of a recipe (needs --pipeline)");
-  cmd->add_option("--overrides", opts->override_files,
-                  "Hydra overrides from a YAML file: a list of overrides, or a mapping of the "
-                  "fields to set (train: {global_batch_size: 256}); repeatable, applied in order "
-                  "before the command line's")
-      ->allow_extra_args(false);
   cmd->add_option("-o,--output", opts->output,
                   "write the YAML here (atomically) instead of standard output");
   cmd->add_flag("--print-pipeline", opts->print_pipeline,
@@ -98,6 +135,13 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
   cmd->add_flag("--print-after-all", opts->print_after_all,
                 "print the config to stderr after each step that changed it");
   cmd->add_flag("--no-header", opts->no_header, "leave out the comment header");
+  cmd->add_flag("--multirun,-m", opts->multirun,
+                "sweep: overrides in Hydra's sweep syntax (a=1,2  a=choice(1,2)  "
+                "a=range(1,5)) give one config per combination, written to --out-dir with a "
+                "multirun.yaml index; every one is built and checked before any is written");
+  cmd->add_option("--out-dir", opts->out_dir,
+                  "with --multirun: the directory the configs go to (created if missing; files "
+                  "named from the swept values, e.g. global_batch_size=256.yaml)");
   cmd->add_option("--num-gpus", opts->num_gpus,
                   "world size for the start-up checks (default: the recipe's GPU count)")
       ->check(positive_count());

@@ -1,11 +1,13 @@
 // qwen-recipe launch RECIPE --gpu G [OVERRIDES...]: builds and checks the config, writes it, and
 // prints (or writes) the Slurm batch script, torchrun script or JSON that runs it.
+#include "build/sweep_runs.h"
 #include "commands.h"
 #include "compile/operands.h"
 #include "launch/launch.h"
 #include "support/error.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <filesystem>
 #include <memory>
@@ -18,8 +20,8 @@ namespace {
 struct LaunchCliOptions {
   std::vector<std::string> args; // RECIPE then overrides
   RecipeOptions recipe;
-  std::string format = "slurm", output, config;
-  bool force = false, allow_waived = false;
+  std::string format = "slurm", output, config, out_dir;
+  bool force = false, allow_waived = false, multirun = false;
   int nodes = 0;
   std::vector<std::string> env_files, exports;
   LaunchOptions launch;
@@ -43,6 +45,75 @@ bool same_file(const std::string& a, const std::string& b) {
          fs::equivalent(a, b, ec);
 }
 
+// The Slurm-only options are refused with torchrun; the site variables are read once.
+void finish_launch_options(LaunchCliOptions& o) {
+  if (o.format == "torchrun" && (!o.launch.sbatch_args.empty() || !o.launch.srun_args.empty() ||
+                                 !o.launch.reservation.empty() || o.launch.segment != "auto"))
+    throw Error("--sbatch-arg, --srun-arg, --reservation and --segment are for Slurm: give them "
+                "with --format slurm or json, not torchrun");
+  for (const std::string& file : o.env_files) {
+    require_one_line(file, "--env-file");
+    const auto vars = parse_env_file(read_text_file(file, YamlLimits{}.max_bytes), file);
+    o.launch.site_env.insert(o.launch.site_env.end(), vars.begin(), vars.end());
+  }
+  for (const std::string& e : o.exports)
+    o.launch.site_env.push_back(parse_site_variable(e, "--export"));
+}
+
+std::string launch_text(const LaunchCliOptions& o, const LaunchPlan& plan,
+                        const LaunchOptions& options) {
+  return o.format == "slurm"      ? slurm_script(plan, options)
+         : o.format == "torchrun" ? torchrun_script(plan)
+                                  : launch_json(plan, options);
+}
+
+std::string default_job_name(const BuildResult& r) {
+  return r.recipe->model->name + "-" + r.recipe->gpu->name + "-" + r.recipe->precision;
+}
+
+// launch --multirun: every combination is built, checked (waivers refused as for one launch) and
+// planned before any file is written; then each run's config and launch file, and multirun.yaml,
+// are written as one.
+int run_launch_sweep(LaunchCliOptions o, const BuildRequest& req, const Compiler& compiler) {
+  if (o.out_dir.empty())
+    throw Error("--multirun needs --out-dir DIR, the directory its configs and launch files go to");
+  if (!o.output.empty() || !o.config.empty())
+    throw Error(std::string(o.output.empty() ? "--config" : "-o") +
+                " names one launch's file; with --multirun every run's files go to --out-dir");
+  finish_launch_options(o);
+  BuildRequest swept = req;
+  swept.checks.single_error = true; // one line, named by the run
+  const SweepPlan plan = plan_sweep(swept, o.recipe.shortcuts);
+  const std::string ext = o.format == "slurm"      ? ".sbatch"
+                          : o.format == "torchrun" ? ".sh"
+                                                   : ".json";
+  std::vector<OutputFile> files;
+  std::vector<std::string> configs, launches;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const std::string& name = plan.runs[i].name;
+    const BuildResult r = in_run(
+        plan, i, [&](const BuildRequest& rq) { return compiler.run(rq, through(Stage::Emit)); });
+    configs.push_back(name + ".yaml");
+    launches.push_back(name + ext);
+    const std::string config = sweep_path(o.out_dir, configs.back());
+    LaunchOptions options = o.launch;
+    options.num_gpus = static_cast<int>(r.world_size.value_or(0));
+    options.config_path = std::filesystem::absolute(config).lexically_normal().string();
+    options.job_name =
+        (o.launch.job_name.empty() ? default_job_name(r) : o.launch.job_name) + "-" + name;
+    const LaunchPlan launch =
+        in_run(plan, i, [&](const BuildRequest&) { return plan_launch(r, options); });
+    files.push_back({config, r.yaml});
+    files.push_back({sweep_path(o.out_dir, launches.back()), launch_text(o, launch, options)});
+  }
+  files.push_back({sweep_path(o.out_dir, "multirun.yaml"),
+                   to_yaml(sweep_index(plan.sweep, plan.runs, configs, launches))});
+  write_sweep(o.out_dir, files, o.force);
+  spdlog::info("wrote {} configs and launch files, and multirun.yaml, to {}", configs.size(),
+               o.out_dir);
+  return 0;
+}
+
 int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (o.args.empty())
     throw Error("no recipe given; e.g. qwen-recipe launch qwen35_397b --gpu gb300 --account A "
@@ -51,11 +122,13 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
   const std::string& first = o.args.front();
   const bool from_file = !is_recipe_spec(first) && std::filesystem::is_regular_file(first);
-  if (from_file && (o.args.size() > 1 || !o.config.empty()))
-    throw Error(first + " is launched as it is: give no overrides and no --config (edit the file, "
-                        "or launch the recipe with overrides)");
+  if (from_file && (o.args.size() > 1 || !o.config.empty() || !o.recipe.shortcuts.empty() ||
+                    !o.recipe.override_files.empty() || o.multirun))
+    throw Error(first + " is launched as it is: give no overrides, shortcuts, --overrides, "
+                        "--multirun or --config (edit the file, or launch the recipe with "
+                        "overrides)");
   BuildRequest req;
-  o.recipe.fill(req);
+  o.recipe.fill(req, !o.multirun);
   split_recipe_words(o.args, req);
   if (from_file) {
     req.config_file = std::exchange(req.recipe, {});
@@ -68,6 +141,11 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   req.checks.nodes = o.nodes;
   req.checks.gpus_per_node = o.launch.gpus_per_node;
   req.checks.refuse_waived = !o.allow_waived;
+  if (o.multirun)
+    return run_launch_sweep(std::move(o), req, *compiler);
+  if (!o.out_dir.empty())
+    throw Error("--out-dir is where --multirun writes its runs; give --multirun, or -o FILE for "
+                "one launch");
   const BuildResult r = compiler->run(req, through(Stage::Emit));
   o.launch.num_gpus = static_cast<int>(r.world_size.value_or(0));
 
@@ -76,12 +154,9 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   if (from_file)
     o.config = first;
   else if (o.config.empty())
-    o.config = to_stdout
-                   ? config_name_from_job(o.launch.job_name.empty()
-                                              ? r.recipe->model->name + "-" + r.recipe->gpu->name +
-                                                    "-" + r.recipe->precision
-                                              : o.launch.job_name)
-                   : std::filesystem::path(o.output).replace_extension(".yaml").string();
+    o.config = to_stdout ? config_name_from_job(o.launch.job_name.empty() ? default_job_name(r)
+                                                                          : o.launch.job_name)
+                         : std::filesystem::path(o.output).replace_extension(".yaml").string();
   require_one_line(o.config, "--config");
   if (!to_stdout) {
     require_one_line(o.output, "--output");
@@ -91,21 +166,9 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   // The script names the config by its absolute path, so that it finds it wherever it is
   // submitted from (sbatch runs a copy of the script, from the submitting directory).
   o.launch.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
-  if (o.format == "torchrun" && (!o.launch.sbatch_args.empty() || !o.launch.srun_args.empty() ||
-                                 !o.launch.reservation.empty() || o.launch.segment != "auto"))
-    throw Error("--sbatch-arg, --srun-arg, --reservation and --segment are for Slurm: give them "
-                "with --format slurm or json, not torchrun");
-  for (const std::string& file : o.env_files) {
-    require_one_line(file, "--env-file");
-    const auto vars = parse_env_file(read_text_file(file, YamlLimits{}.max_bytes), file);
-    o.launch.site_env.insert(o.launch.site_env.end(), vars.begin(), vars.end());
-  }
-  for (const std::string& e : o.exports)
-    o.launch.site_env.push_back(parse_site_variable(e, "--export"));
+  finish_launch_options(o);
   const LaunchPlan plan = plan_launch(r, o.launch);
-  const std::string launch = o.format == "slurm"      ? slurm_script(plan, o.launch)
-                             : o.format == "torchrun" ? torchrun_script(plan)
-                                                      : launch_json(plan, o.launch);
+  const std::string launch = launch_text(o, plan, o.launch);
   if (from_file)
     write_outputs({{o.output, launch}}, o.force);
   else
@@ -148,6 +211,12 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                   "extra SRC:DST container mounts (repeat, or separate with commas); the config's "
                   "directory is always mounted")
       ->delimiter(',');
+  cmd->add_flag("--multirun,-m", opts->multirun,
+                "sweep: overrides in Hydra's sweep syntax (a=1,2  a=choice(1,2)  a=range(1,5)) "
+                "give one config and one launch file per combination, written to --out-dir with "
+                "a multirun.yaml index; every run is built and checked before any is written");
+  cmd->add_option("--out-dir", opts->out_dir,
+                  "with --multirun: the directory the runs' files go to (created if missing)");
   cmd->add_flag("--force", opts->force,
                 "replace the config and launch files if they exist (without it, launch refuses)");
   cmd->add_flag("--allow-waived", opts->allow_waived,

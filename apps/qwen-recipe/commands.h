@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli.h"
+#include "overrides/shortcuts.h"
 #include "support/suggest.h"
 
 #include <CLI/CLI.hpp>
@@ -12,10 +13,12 @@
 
 namespace qr::cli {
 
-// The recipe a subcommand builds: --gpu, --precision and --mcore, shared by build, explain and
-// launch.
+// The recipe a subcommand builds: --gpu, --precision and --mcore, the overrides files and the
+// launcher shortcuts (--tp ...), shared by build, explain and launch.
 struct RecipeOptions {
   std::string gpu, precision, profile; // empty precision: the spec's, else bf16
+  std::vector<std::string> override_files;
+  std::vector<std::pair<std::string, std::string>> shortcuts; // name, text, as given
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--gpu", gpu, "gb300, gb200, b300, b200, h100 or vr200");
@@ -25,11 +28,30 @@ struct RecipeOptions {
     cmd->add_option("--mcore", profile,
                     "Megatron-Core profile: pinned (default; Megatron-Bridge main's pin) or gdn "
                     "(has model.gdn_kernel_backend)");
+    cmd->add_option("--overrides", override_files,
+                    "Hydra overrides from a YAML file: a list of overrides, or a mapping of the "
+                    "fields to set (train: {global_batch_size: 256}); repeatable, applied in "
+                    "order before the command line's")
+        ->allow_extra_args(false);
+    // As Megatron-Bridge's run_script.py -tp ... -gb: a step before the overrides.
+    for (const ShortcutInfo& info : shortcut_table()) {
+      const std::string name = info.name;
+      cmd->add_option_function<std::string>(
+             "--" + name,
+             [this, name](const std::string& text) { shortcuts.emplace_back(name, text); },
+             std::string(info.help) + " (sets " + info.field + "; a step before the overrides)")
+          ->type_name(info.nullable ? "N|None" : "N");
+    }
   }
-  void fill(BuildRequest& req) const {
+  // `with_shortcuts` false: a sweep reads their texts itself (--multirun --tp 1,2).
+  void fill(BuildRequest& req, bool with_shortcuts = true) const {
     req.gpu = gpu;
     req.precision = precision;
     req.profile = profile;
+    req.override_files = override_files;
+    if (with_shortcuts)
+      for (const auto& [name, text] : shortcuts)
+        req.shortcuts.push_back(parse_shortcut(name, text));
   }
 };
 

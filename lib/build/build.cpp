@@ -52,7 +52,7 @@ struct Build {
   Build(const std::shared_ptr<const Schema>& schema, const Catalog& catalog,
         const std::string& recipes_dir, const BuildRequest& request, const RunHooks& hooks)
       : schema(schema), catalog(catalog), recipes_dir(recipes_dir), req(request), hooks(hooks),
-        r{Config(schema, schema->default_profile(), Value()), {}, {}, {}, {}, {}, {}, {}} {}
+        r{Config(schema, schema->default_profile(), Value()), {}, {}, {}, {}, {}, {}, {}, {}} {}
 
   const std::shared_ptr<const Schema>& schema;
   const Catalog& catalog;
@@ -145,6 +145,9 @@ struct Build {
     require_one_line(r.pipeline.text(), "pipeline");
     if (!req.pipeline_text.empty())
       r.command += " --pipeline " + command_word(r.pipeline.text(), "--pipeline");
+    for (const Shortcut& sc : req.shortcuts)
+      r.command.append(" ").append(shortcut_words(sc));
+    r.shortcuts = req.shortcuts;
     // The files' overrides go into the command as tokens: it reproduces the build without them.
     for (const std::string& file : req.override_files)
       for (Override& o : read_overrides_file(file)) {
@@ -176,6 +179,20 @@ struct Build {
     run_passes(r.pipeline, waivers(), r.config, catalog, hooks);
   }
 
+  // After the passes, before the overrides: the shortcuts and what follows them, each write
+  // logged under its shortcut (StepId::Kind::Shortcut); checked with the final invariants.
+  void run_shortcuts_stage() {
+    if (r.shortcuts.empty())
+      return;
+    if (!req.config_file.empty())
+      throw Error(req.config_file + " is taken as written: give no shortcuts (--tp ...) with it");
+    const std::optional<Value> before =
+        hooks.after_change ? std::optional<Value>(r.config.root()) : std::nullopt;
+    apply_shortcuts(r.config, r.shortcuts, r.recipe ? r.recipe->gpu->name : std::string());
+    if (before && !(*before == r.config.root()))
+      hooks.after_change("shortcuts", r.config);
+  }
+
   void run_overrides_stage() {
     if (req.config_file.empty())
       run_overrides(r.overrides, r.config, hooks);
@@ -183,7 +200,7 @@ struct Build {
 
   void check_invariants_stage() {
     if (req.config_file.empty()) {
-      check_final_invariants(r.pipeline, r.overrides, waivers(), r.config);
+      check_final_invariants(r.pipeline, r.overrides, waivers(), r.config, !r.shortcuts.empty());
       return;
     }
     for (const InvariantInfo& inv : invariant_registry())
@@ -255,6 +272,10 @@ struct Build {
       else
         spdlog::info("check '{}' skipped: {}", f.check, f.message);
     }
+    if (req.checks.single_error && !errors.empty())
+      throw Error(
+          "check '" + errors.front()->check + "' failed: " + errors.front()->message +
+          (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
     for (const Finding* f : errors) {
       if (f == errors.back())
         throw Error("check '" + f->check + "' failed: " + f->message);
@@ -281,8 +302,8 @@ Compiler::Compiler(std::shared_ptr<const DataSource> data)
 BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunHooks& hooks) const {
   // Each stage needs every stage before it that writes the config.
   bool gap = false;
-  for (Stage s :
-       {Stage::BaseConfig, Stage::Pipeline, Stage::Passes, Stage::Overrides, Stage::Invariants}) {
+  for (Stage s : {Stage::BaseConfig, Stage::Pipeline, Stage::Passes, Stage::Shortcuts,
+                  Stage::Overrides, Stage::Invariants}) {
     if (stages.has(s) && gap)
       throw Error("internal: a build's stages skip one the later ones need");
     gap = gap || !stages.has(s);
@@ -297,6 +318,8 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
     b.prepare_steps();
   if (stages.has(Stage::Passes))
     b.run_passes_stage();
+  if (stages.has(Stage::Shortcuts))
+    b.run_shortcuts_stage();
   if (stages.has(Stage::Overrides))
     b.run_overrides_stage();
   if (stages.has(Stage::Invariants))

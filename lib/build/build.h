@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/config.h"
+#include "overrides/shortcuts.h"
 #include "passes/pipeline.h"
 #include "recipes/catalog.h"
 #include "validate/validate.h"
@@ -24,10 +25,11 @@ enum class Stage : unsigned {
   BaseConfig = 1u << 1,    // schema defaults + the model's base layers (or the --base file)
   Pipeline = 1u << 2,      // parse, bind and order-check the passes; read the overrides
   Passes = 1u << 3,        // run the passes, invariants after each
-  Overrides = 1u << 4,     // the overrides: one more step, as a pass is
-  Invariants = 1u << 5,    // every invariant on the finished config
-  StartupChecks = 1u << 6, // lib/validate: parallelism arithmetic, packages, waivers
-  Emit = 1u << 7,          // the YAML text, with the header that says how to rebuild it
+  Shortcuts = 1u << 4,     // the launcher shortcuts (--tp ...) and what follows them: one step
+  Overrides = 1u << 5,     // the overrides: one more step, as a pass is
+  Invariants = 1u << 6,    // every invariant on the finished config
+  StartupChecks = 1u << 7, // lib/validate: parallelism arithmetic, packages, waivers
+  Emit = 1u << 8,          // the YAML text, with the header that says how to rebuild it
 };
 
 // A set of stages: `through(Stage::Invariants) | Stage::Emit`.
@@ -71,6 +73,9 @@ struct StartupChecks {
   bool enforce = true;
   // A launch refuses what the recipe's waivers let through: it would stop once the job starts.
   bool refuse_waived = false;
+  // Enforce with one error: the first failure and how many more failed (a sweep puts its run's
+  // name in front), instead of logging each and throwing the last.
+  bool single_error = false;
 };
 
 struct BuildRequest {
@@ -82,6 +87,7 @@ struct BuildRequest {
   std::string profile;       // Megatron-Core profile; empty: the schema's default
   std::vector<std::string> override_files; // overrides files, applied in order before `overrides`
   std::vector<std::string> overrides;
+  std::vector<Shortcut> shortcuts; // --tp, --pp, ...: the Shortcuts stage
   // A config qwen-recipe build wrote (and the user edited), taken as written (launch FILE.yaml):
   // its header names the recipe (gpu, precision and profile, when given, win); no pass or
   // override runs, and every invariant must hold, waived ones only with allow_waived.
@@ -95,6 +101,7 @@ struct BuildResult {
   Config config;
   Pipeline pipeline;
   std::vector<Override> overrides;
+  std::vector<Shortcut> shortcuts;
   std::optional<RecipeSpec> recipe;
   // The qwen-recipe command that reproduces it: shell words, so that pasted into sh it rebuilds
   // the file byte for byte.

@@ -26,8 +26,14 @@ constexpr std::size_t kMaxManifestBytes = std::size_t{4} << 20;
 constexpr std::size_t kMaxGoldenBytes = std::size_t{64} << 20;
 
 const std::vector<std::string> kTopKeys = {"goldens"};
-const std::vector<std::string> kEntryKeys = {
-    "spec", "base", "pipeline", "mcore", "overrides_file", "overrides", "recipes_dir", "golden"};
+// The launcher shortcuts (tp, pp, ...) are keys too, as on the command line (--tp ...).
+const std::vector<std::string> kEntryKeys = [] {
+  std::vector<std::string> keys = {"spec",           "base",      "pipeline",    "mcore",
+                                   "overrides_file", "overrides", "recipes_dir", "golden"};
+  for (const ShortcutInfo& s : shortcut_table())
+    keys.emplace_back(s.name);
+  return keys;
+}();
 
 std::string list_of(const std::vector<std::string>& names) {
   std::string out;
@@ -108,6 +114,20 @@ GoldenEntry read_entry(const YamlDoc& doc, const YamlNode& n, const fs::path& di
     e.request.override_files.push_back(resolve(dir, file));
   if (const std::string rd = text("recipes_dir"); !rd.empty())
     e.recipes_dir = resolve(dir, rd);
+  for (const ShortcutInfo& info : shortcut_table())
+    if (const auto it = keys.find(info.name); it != keys.end()) {
+      const YamlNode& v = *it->second;
+      if (v.kind != YamlNode::Kind::Scalar && v.kind != YamlNode::Kind::Null)
+        throw Error(doc.where(v) + ": '" + info.name + "' is a whole number (as --" + info.name +
+                    ")");
+      try {
+        e.request.shortcuts.push_back(
+            parse_shortcut(info.name, v.kind == YamlNode::Kind::Null ? "None" : v.text));
+      } catch (const Error& err) {
+        throw Error(doc.where(v.kind == YamlNode::Kind::Null ? key_node(info.name) : v) + ": " +
+                    err.what());
+      }
+    }
   if (const auto it = keys.find("overrides"); it != keys.end()) {
     const YamlNode& list = *it->second;
     if (list.kind != YamlNode::Kind::Sequence)

@@ -25,17 +25,20 @@ struct FieldRef {
   bool in_open_map = false;         // the last step is a key of a map<T> (env_vars.X)
 };
 
-// The build step that made a write: the base config, one pass of the pipeline, or the
-// overrides.
+// The build step that made a write: the base config, one pass of the pipeline, a launcher
+// shortcut (--tp 2), or the overrides.
 struct StepId {
-  enum class Kind { Base, Pass, Overrides };
+  enum class Kind { Base, Pass, Shortcut, Overrides };
   Kind kind = Kind::Base;
-  std::string pass; // Kind::Pass: the pass's name
+  std::string pass; // Kind::Pass: the pass's name; Kind::Shortcut: its words ("--tp 2")
   int position = 0; // Kind::Pass: its 1-based pipeline position
 
   [[nodiscard]] static StepId base() { return {}; }
   [[nodiscard]] static StepId of_pass(std::string name, int position) {
     return {Kind::Pass, std::move(name), position};
+  }
+  [[nodiscard]] static StepId shortcut(std::string words) {
+    return {Kind::Shortcut, std::move(words), 0};
   }
   [[nodiscard]] static StepId overrides() { return {Kind::Overrides, {}, 0}; }
   bool operator==(const StepId&) const = default;

@@ -49,6 +49,8 @@ std::string step_label(const BuildResult& result, const Write& write) {
     return "base";
   case StepId::Kind::Pass:
     return "pass '" + write.step.pass + "' (position " + std::to_string(write.step.position) + ")";
+  case StepId::Kind::Shortcut:
+    return "shortcut '" + write.step.pass + "'";
   case StepId::Kind::Overrides:
     for (auto it = result.overrides.rbegin(); it != result.overrides.rend(); ++it)
       if (it->key == write.path)

@@ -61,9 +61,9 @@ Override parse_override(std::string_view token) {
   // Hydra reads `a=1,2` as a sweep; a single run takes one value.
   if (o.has_value && !o.value.empty() && o.value.front() != '[' && o.value.front() != '{' &&
       o.value.front() != '\'' && o.value.front() != '"' && o.value.find(',') != std::string::npos)
-    throw Error(quoted(token) + ": a comma outside brackets is a Hydra sweep; for a list write " +
-                o.key + "=[" + o.value + "], for text with a comma quote it: " + o.key + "='" +
-                o.value + "'");
+    throw Error(quoted(token) + ": a comma outside brackets is a Hydra sweep (give --multirun " +
+                "--out-dir DIR to sweep); for a list write " + o.key + "=[" + o.value +
+                "], for text with a comma quote it: " + o.key + "='" + o.value + "'");
   return o;
 }
 

@@ -368,9 +368,10 @@ void run_overrides(const std::vector<Override>& overrides, Config& config, const
 }
 
 void check_final_invariants(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                            const Waivers& waivers, const Config& config) {
+                            const Waivers& waivers, const Config& config, bool shortcuts) {
   const std::string where =
       !overrides.empty() ? std::string("after overrides")
+      : shortcuts        ? std::string("after the shortcuts")
       : pipeline.passes().empty()
           ? std::string("in the base config")
           : "at the end of the pipeline (after " + pipeline.passes().back().label() + ")";

@@ -94,8 +94,9 @@ void run_passes(const Pipeline& pipeline, const Waivers& waivers, Config& config
 void run_overrides(const std::vector<Override>& overrides, Config& config,
                    const RunHooks& hooks = {});
 // Every invariant on the finished config; an error says where the build stood: after the
-// overrides, or after the pipeline's last pass.
+// overrides, after the launcher shortcuts (`shortcuts`: they ran), or after the pipeline's last
+// pass.
 void check_final_invariants(const Pipeline& pipeline, const std::vector<Override>& overrides,
-                            const Waivers& waivers, const Config& config);
+                            const Waivers& waivers, const Config& config, bool shortcuts = false);
 
 } // namespace qr

@@ -3,6 +3,7 @@
 #include "support/error.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -34,24 +35,31 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-// What the write in progress has to undo if a signal ends it, for the signal handler: fixed slots
-// of plain memory, since a handler may only call async-signal-safe functions (unlink, rename,
+// What the write in progress has to undo if a signal ends it, for the signal handler: slots of
+// plain memory, since a handler may only call async-signal-safe functions (unlink, rename,
 // raise). A slot names a temporary file to remove, or a file this write created (removed too), or
-// a kept copy of a file it replaced (renamed back over it).
+// a kept copy of a file it replaced (renamed back over it). Slots come in blocks, added as a
+// write of many files (a sweep) needs them and never freed or moved, so that the handler can walk
+// them at any moment; a slot's buffers are allocated when it is first claimed.
 struct TempSlot {
-  char path[PATH_MAX];
-  char restore_to[PATH_MAX];
-  volatile std::sig_atomic_t used;
-  volatile std::sig_atomic_t restore; // rename path back to restore_to instead of removing it
+  char* path = nullptr;       // PATH_MAX bytes
+  char* restore_to = nullptr; // PATH_MAX bytes
+  volatile std::sig_atomic_t used = 0;
+  volatile std::sig_atomic_t restore = 0; // rename path back to restore_to instead of removing it
 };
-TempSlot temp_slots[8];
+struct SlotBlock {
+  TempSlot slots[16];
+  std::atomic<SlotBlock*> next{nullptr};
+};
+SlotBlock temp_slots;
 
 extern "C" void remove_temps_and_die(int sig) {
-  for (TempSlot& t : temp_slots)
-    if (t.used != 0 && t.restore != 0)
-      ::rename(t.path, t.restore_to);
-    else if (t.used != 0)
-      ::unlink(t.path);
+  for (SlotBlock* b = &temp_slots; b != nullptr; b = b->next.load(std::memory_order_relaxed))
+    for (TempSlot& t : b->slots)
+      if (t.used != 0 && t.restore != 0)
+        ::rename(t.path, t.restore_to);
+      else if (t.used != 0)
+        ::unlink(t.path);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -70,16 +78,27 @@ void install_temp_cleanup() {
 
 TempSlot& claim_slot(const std::string& path, const std::string& for_path) {
   install_temp_cleanup();
-  for (TempSlot& t : temp_slots)
-    if (t.used == 0) {
-      if (path.size() >= sizeof t.path)
-        throw Error(for_path + ": cannot create the output file: " + std::strerror(ENAMETOOLONG));
-      std::memcpy(t.path, path.c_str(), path.size() + 1);
-      t.restore = 0;
-      t.used = 1;
-      return t;
+  if (path.size() >= PATH_MAX)
+    throw Error(for_path + ": cannot create the output file: " + std::strerror(ENAMETOOLONG));
+  for (SlotBlock* b = &temp_slots;;) {
+    for (TempSlot& t : b->slots)
+      if (t.used == 0) {
+        if (t.path == nullptr) {
+          t.path = new char[PATH_MAX];
+          t.restore_to = new char[PATH_MAX];
+        }
+        std::memcpy(t.path, path.c_str(), path.size() + 1);
+        t.restore = 0;
+        t.used = 1;
+        return t;
+      }
+    SlotBlock* next = b->next.load();
+    if (next == nullptr) {
+      next = new SlotBlock; // never freed: the handler may walk it at any time
+      b->next.store(next);
     }
-  throw Error(for_path + ": cannot create the output file: too many outputs");
+    b = next;
+  }
 }
 
 // A file this write is about to create: removed if a signal ends the write before all are in
@@ -141,8 +160,9 @@ public:
   void renamed() { slot_->used = 0; }
   // Until every file is in place, a signal renames this kept copy back over `target`.
   void restore_on_signal(const std::string& target) {
-    std::memcpy(slot_->restore_to, target.c_str(), std::min(target.size() + 1, sizeof slot_->path));
-    slot_->restore_to[sizeof slot_->restore_to - 1] = '\0';
+    std::memcpy(slot_->restore_to, target.c_str(),
+                std::min<std::size_t>(target.size() + 1, PATH_MAX));
+    slot_->restore_to[PATH_MAX - 1] = '\0';
     slot_->restore = 1;
   }
   void remove_on_signal() { slot_->restore = 0; }

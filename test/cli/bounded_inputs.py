@@ -4,8 +4,8 @@
 usage: bounded_inputs.py QWEN_RECIPE GOLDEN_YAML WORKDIR CASE
 CASE: deep-flow (60 MB of '[' fails fast and small), wide-map (a 100k-key mapping loads fast),
       env-zero (--env /dev/zero is refused), signals (SIGINT/SIGTERM/SIGHUP during launch's
-      write leave no temporary file; needs strace), long-name (a 250-byte file name), links (-o
-      naming a symbolic link)
+      write leave no temporary file; needs strace), sweep-signals (the same during a sweep's 33
+      files), long-name (a 250-byte file name), links (-o naming a symbolic link)
 """
 import os
 import pathlib
@@ -80,6 +80,36 @@ def main():
                     expect(left == want, f"{what} left {left}")
                     for name in want:
                         expect((run_dir / name).read_text() == "old\n", f"{what} changed {name}")
+    elif case == "sweep-signals":
+        # A sweep's 33 files (16 runs) use more signal slots than a pair: killed at the 20th
+        # fsync or rename, the directory is as it was (empty, or the old files with --force).
+        sweep = ["launch", "qwen35_35b", "--gpu", "gb300", "--multirun", "--out-dir", "runs",
+                 "train.global_batch_size=range(256,4352,256)"]
+        names = sorted([f"global_batch_size={g}{ext}" for g in range(256, 4352, 256)
+                        for ext in (".sbatch", ".yaml")] + ["multirun.yaml"])
+        for sig in ("SIGINT", "SIGTERM"):
+            for point in ("fsync:when=20", "rename,renameat2:when=20"):
+                for force in (False, True):
+                    call, when = point.split(":")
+                    run_dir = work / f"{sig}-{call.replace(',', '-')}-{when}-{force}"
+                    (run_dir / "runs").mkdir(parents=True)
+                    if force:
+                        for name in names:
+                            (run_dir / "runs" / name).write_text("old\n")
+                    r = subprocess.run(["strace", "-f", "-o", os.devnull, "-e", "trace=" + call,
+                                        "-e", f"inject={call}:signal={sig}:{when}", binary,
+                                        "-q", *sweep, *(["--force"] if force else [])],
+                                       cwd=run_dir, capture_output=True, text=True)
+                    what = f"sweep-signals: {sig} at {point}{' with --force' if force else ''}"
+                    expect(r.returncode != 0, f"{what} did not stop launch")
+                    left = sorted(os.listdir(run_dir / "runs"))
+                    expect(left == (names if force else []), f"{what} left {left[:4]}...")
+                    for name in left if force else []:
+                        expect((run_dir / "runs" / name).read_text() == "old\n",
+                               f"{what} changed {name}")
+        r, _, _ = run(binary, sweep + ["--force"], work)
+        expect(r.returncode == 0 and sorted(os.listdir(work / "runs")) == names,
+               f"sweep-signals: the sweep itself: {r.stderr[:200]}")
     elif case == "long-name":
         name = "a" * 245 + ".yaml"  # 250 bytes: name.tmp.XXXXXX would be 261
         r, _, _ = run(binary, ["build", "qwen3_30b", "--gpu", "gb200", "-o", name], work)

@@ -185,14 +185,40 @@ class Env:
         if fmt == "json":
             return  # nothing to run
         config = pathlib.Path(want.get("config", pathlib.Path(script).with_suffix(".yaml")))
-        config = work / config
+        self.execute(case, work, work / script, work / config, fmt, want)
+
+    def run_sweep(self, case, args, fmt, foos):
+        """launch --multirun over env_vars.FOO: every run's script runs with its own value."""
+        self.cases += 1
+        work = self.root / "cases" / case / fmt
+        work.mkdir(parents=True)
+        argv = ["launch", *args, "--format", fmt, "--megatron-bridge", str(self.bridge),
+                "--multirun", "--out-dir", "runs"]
+        gen = self.qwen_recipe(argv, work)
+        if gen.returncode != 0:
+            self.fail(case, f"{fmt}: refused {gen.stderr.decode('utf-8', 'replace')!r}")
+            return
+        index = yaml.safe_load((work / "runs" / "multirun.yaml").read_text(encoding="utf-8"))
+        if len(index["runs"]) != len(foos):
+            self.fail(case, f"{fmt}: {len(index['runs'])} runs, want {len(foos)}")
+            return
+        for run, foo in zip(index["runs"], foos):
+            if "/" in run["config"] or "/" in run["launch"]:
+                self.fail(case, f"{fmt}: a run's file name holds '/': {run['config']!r}")
+                continue
+            self.execute(case, work / "runs", work / "runs" / run["launch"],
+                         work / "runs" / run["config"], fmt, {"FOO": foo})
+
+    def execute(self, case, work, script, config, fmt, want):
+        """Runs a written launch under the stand-ins and checks what reached the entry point."""
         try:
             if want.get("FOO") == "as in the YAML":
                 want["FOO"] = str(self.yaml_keys(config)["env_vars"]["FOO"])
             self.check_yaml(case, config, want.get("FOO"))
         except Exception as err:  # a header or value that broke the YAML
             self.fail(case, f"{fmt}: {config.name} does not load: {str(err)[:80]!r}")
-        calls, result, sbatch = work / "calls.jsonl", work / "result.json", work / "sbatch.json"
+        calls, result, sbatch = (work / (script.stem + n) for n in
+                                 (".calls.jsonl", ".result.json", ".sbatch.json"))
         env = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}",
                    PYTHONPATH=str(self.root / "py"), QR_CALLS=str(calls), QR_RESULT=str(result),
                    QR_SBATCH=str(sbatch), SLURM_JOB_NODELIST="node-[a-b]", SLURM_JOB_ID="4242",
@@ -200,9 +226,9 @@ class Env:
         env.pop("FOO", None)
         # Submitted from another directory than the one it was written in.
         elsewhere = work / "elsewhere"
-        elsewhere.mkdir()
+        elsewhere.mkdir(exist_ok=True)
         first = ["sbatch"] if fmt == "slurm" else ["bash"]
-        run = subprocess.run(first + [str(work / script)], cwd=elsewhere, env=env,
+        run = subprocess.run(first + [str(script)], cwd=elsewhere, env=env,
                              capture_output=True)
         if run.returncode != 0:
             self.fail(case, f"{fmt}: the script failed: {run.stderr.decode(errors='replace')}")
@@ -293,6 +319,12 @@ def main():
             e.run_case(f"mounts-{name}", recipe + ["--container-image", "img", "--container-mounts",
                                                    mount], "slurm",
                        {"mount": mount, "must_refuse": breaks})
+    # A sweep over hostile env values: each run's file and job name come from its value, and
+    # each script passes exactly its own value on.
+    for fmt in ("slurm", "torchrun"):
+        values = [v for n, v in PAYLOADS.items() if n not in LINE_BREAKS]
+        e.run_sweep("multirun-env", recipe + ["+env_vars.FOO=" + ",".join(map(yaml_escape, values))],
+                    fmt, values)
     # NUL cannot be in a command line; a YAML escape puts one in the value, which no environment
     # can carry: refused, nothing written.
     for fmt in ("slurm", "torchrun", "json"):
