@@ -40,9 +40,9 @@ int run_completion(CLI::App& app, const GlobalOptions& g) {
   for (const GpuInfo& gpu : cat.gpus())
     gpus.push_back(gpu.name);
   for (const RecipeEntry& r : cat.recipes()) {
-    specs.push_back(r.model + "@" + r.gpu);
+    specs.push_back(r.key());
     for (const auto& [precision, variant] : r.precisions)
-      specs.push_back(r.model + "@" + r.gpu + ":" + precision);
+      specs.push_back(r.key() + ":" + precision);
   }
   passes = registered_names();
   for (const ProfileSpec& p : compiler->schema().profiles())

@@ -134,7 +134,8 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
     req.config_file = std::exchange(req.recipe, {});
     req.allow_waived = o.allow_waived;
   }
-  // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
+  // --num-gpus / --nodes pick the recipe's variant for that many GPUs where it has one, else
+  // rescale as Megatron-Bridge's -ng does: the parallel layout and the
   // global batch stay, data parallelism follows, and every start-up check runs on the new size.
   if (o.launch.num_gpus > 0)
     req.checks.num_gpus = o.launch.num_gpus;
@@ -224,9 +225,9 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                 "upstream has it; without it, launch refuses, naming the check and the fix");
   auto* num_gpus =
       cmd->add_option("--num-gpus", opts->launch.num_gpus,
-                      "run on N GPUs instead of the recipe's, as Megatron-Bridge's -ng: data "
-                      "parallelism follows, the global batch stays, every start-up check runs "
-                      "on N")
+                      "run on N GPUs: the recipe's variant for N (MODEL@GPUxN) where it has "
+                      "one, else the recipe rescaled as Megatron-Bridge's -ng: data parallelism "
+                      "follows, the global batch stays, every start-up check runs on N")
           ->check(CLI::PositiveNumber);
   cmd->add_option("--nodes", opts->nodes, "run on N nodes: --num-gpus N x GPUs per node")
       ->check(CLI::PositiveNumber)
