@@ -462,13 +462,17 @@ void Catalog::add_overlay(const DataSource& data, int layer) {
           const std::string& b = m.bases[i];
           if (model_layers_.count(b))
             continue;
+          if (!is_identifier(b))
+            throw Error(doc->where(*bases.items[i]) + ": base layer '" + escaped_for_message(b) +
+                        "' is no layer name: a layer is named by letters, digits and '_' (a "
+                        "layer of yours is models/NAME.yaml in " +
+                        data.directory() + "), never by a path");
           if (!own_layers.count(b)) {
             std::vector<std::string> known(own_layers.begin(), own_layers.end());
             for (const auto& [name, layer] : model_layers_)
               known.push_back(name);
             throw Error(doc->where(*bases.items[i]) + ": no base layer '" + b + "'" +
-                        did_you_mean(b, known) + " (a layer of yours is models/" +
-                        (is_identifier(b) ? b : std::string("NAME")) + ".yaml in " +
+                        did_you_mean(b, known) + " (a layer of yours is models/" + b + ".yaml in " +
                         data.directory() + ")");
           }
           auto layer = data.parse("models/" + b + ".yaml");
