@@ -362,6 +362,14 @@ void Catalog::load_base(const DataSource& data) {
 
 namespace {
 
+// A title or source is shown in tables (list, docs): one printable line.
+void one_line(const YamlDoc& doc, const YamlNode& n, const std::string& what) {
+  if (std::any_of(n.text.begin(), n.text.end(),
+                  [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+    throw Error(doc.where(n) + ": " + what + " '" + escaped_for_message(n.text) +
+                "' holds a line break or control character; it is shown in tables: one line");
+}
+
 // `replace: true` says that a user's entry changes one that exists; anything else is refused.
 bool replace_flag(const YamlDoc& doc, const YamlNode& entry) {
   const YamlNode* n = get(entry, "replace");
@@ -401,6 +409,11 @@ void Catalog::add_overlay(const DataSource& data, int layer) {
     const YamlNode& root = *doc->root;
     if (root.kind != YamlNode::Kind::Mapping)
       throw Error(doc->where(root) + ": expected a mapping with 'models:' and/or 'recipes:'");
+    // The layout of recipes/gpus/*.yaml, copied: say how a user file differs.
+    if (const YamlNode* g = get(root, "gpu"))
+      throw Error(doc->where(*g) +
+                  ": a --recipes-dir file has no 'gpu:'; key each recipe MODEL@GPUxN under "
+                  "'recipes:', e.g. qwen35_397b@gb300x128 (see docs/user-recipes.md)");
     check_keys(*doc, root, {"models", "recipes"}, "a --recipes-dir file");
 
     if (const YamlNode* models = get(root, "models")) {
@@ -429,6 +442,7 @@ void Catalog::add_overlay(const DataSource& data, int layer) {
         m.origin = doc->where(*k);
         m.layer = layer;
         m.title = need(*doc, *v, "title", YamlNode::Kind::Scalar).text;
+        one_line(*doc, *get(*v, "title"), "title");
         if (get(*v, "names") != nullptr)
           m.names = strings(need(*doc, *v, "names", YamlNode::Kind::Sequence));
         for (const std::string& n : m.names) {
@@ -538,6 +552,8 @@ void Catalog::add_overlay(const DataSource& data, int layer) {
         r.source = get(*v, "source") != nullptr
                        ? need(*doc, *v, "source", YamlNode::Kind::Scalar).text
                        : "user recipe, " + doc->source;
+        if (const YamlNode* s = get(*v, "source"))
+          one_line(*doc, *s, "source");
         const std::size_t index = existing != nullptr
                                       ? static_cast<std::size_t>(existing - recipes_.data())
                                       : recipes_.size();
