@@ -426,8 +426,9 @@ void Catalog::add_overlay(const DataSource& data, int layer) {
         check_keys(*doc, *v, {"title", "names", "bases", "upstream", "replace"},
                    "model " + k->text);
         const bool replace = replace_flag(*doc, *v);
+        const std::string& key = k->text; // clang 14 captures no structured binding
         auto existing = std::find_if(models_.begin(), models_.end(),
-                                     [&](const ModelInfo& m) { return m.name == k->text; });
+                                     [&](const ModelInfo& m) { return m.name == key; });
         if (existing != models_.end() && existing->layer == layer)
           throw Error(doc->where(*k) + ": model " + k->text + " is defined twice in " +
                       data.directory() + ", here and at " + existing->origin);
