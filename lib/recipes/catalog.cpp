@@ -577,6 +577,12 @@ void Catalog::add_overlay(const DataSource& data, int layer) {
   resolve_inherits(inherits);
 }
 
+std::string Catalog::user_layer_source(std::string_view name) const {
+  const auto it = model_layers_.find(name);
+  return it == model_layers_.end() || builtin_layers_.count(name) != 0 ? std::string()
+                                                                       : it->second->source;
+}
+
 const ModelInfo& Catalog::model(std::string_view name) const {
   std::vector<std::string> all;
   for (const ModelInfo& m : models_) {

@@ -106,6 +106,8 @@ public:
   [[nodiscard]] const Map& env_preset(std::string_view name) const override;
 
   [[nodiscard]] const Schema& schema() const { return *schema_; }
+  // The file of a --recipes-dir's base layer (DIR/models/NAME.yaml); empty for a built-in one.
+  [[nodiscard]] std::string user_layer_source(std::string_view name) const;
 
 private:
   void load_base(const DataSource& data);
