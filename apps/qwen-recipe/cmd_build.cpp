@@ -120,7 +120,7 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
   CLI::App* cmd =
       app.add_subcommand("build", "compile a recipe into the YAML Megatron-Bridge loads");
   cmd->add_option("args", opts->args,
-                  "RECIPE (a model such as qwen35_397b, or MODEL@GPU[:PRECISION]) then Hydra "
+                  "RECIPE (a model such as qwen35_397b, or MODEL@GPU[xN][:PRECISION]) then Hydra "
                   "overrides: key.path=value, +key=value (add), ++key=value (add or set), ~key "
                   "(delete)");
   opts->recipe.add_to(cmd);

@@ -186,9 +186,10 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   CLI::App* cmd = app.add_subcommand(
       "launch", "write a recipe's config and the Slurm script (or torchrun command) that runs "
                 "Megatron-Bridge's performance entry point on it");
-  cmd->add_option("args", opts->args,
-                  "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build; "
-                  "or a config FILE.yaml that build wrote (and you edited), launched as it is");
+  cmd->add_option(
+      "args", opts->args,
+      "RECIPE (a model, or MODEL@GPU[xN][:PRECISION]) then Hydra overrides, as for build; "
+      "or a config FILE.yaml that build wrote (and you edited), launched as it is");
   opts->recipe.add_to(cmd);
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
