@@ -383,6 +383,11 @@ bool replace_flag(const YamlDoc& doc, const YamlNode& entry) {
 } // namespace
 
 void Catalog::add_overlay(const DataSource& data, int layer) {
+  // The built-in layout (gpus/<gpu>.yaml) copied into a folder: its files would go unread.
+  if (const std::vector<std::string> gpu_files = data.list("gpus"); !gpu_files.empty())
+    throw Error(data.describe(gpu_files.front()) +
+                ": a --recipes-dir has no gpus/ folder; put your recipe files directly in " +
+                data.directory() + ", keyed MODEL@GPUxN (see docs/user-recipes.md)");
   const std::vector<std::string> files = data.list("");
   const std::vector<std::string> layer_files = data.list("models");
   if (files.empty())
