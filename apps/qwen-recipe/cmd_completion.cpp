@@ -1,5 +1,6 @@
 // qwen-recipe completion bash: a bash completion script for subcommands, their options, recipe
-// names and MODEL@GPU[:PRECISION] specs, GPUs, precisions, Megatron-Core profiles and pass names.
+// names and MODEL@GPU[xN][:PRECISION] specs, GPUs, precisions, Megatron-Core profiles and pass
+// names.
 // The subcommands and options are read from the CLI definition itself, the names from the
 // registries, so the script is as current as the binary that writes it.
 #include "commands.h"
