@@ -66,8 +66,7 @@ void release_logs(bool failed) {
 }
 
 std::unique_ptr<Compiler> make_compiler(const GlobalOptions& g) {
-  return std::make_unique<Compiler>(g.recipes_dir.empty() ? embedded_data()
-                                                          : directory_data(g.recipes_dir));
+  return std::make_unique<Compiler>(recipe_sources(g.recipes_dirs));
 }
 
 } // namespace qr::cli

@@ -10,8 +10,8 @@
 namespace qr::cli {
 
 struct GlobalOptions {
-  int verbosity = 0; // -v / -q
-  std::string recipes_dir;
+  int verbosity = 0;                     // -v / -q
+  std::vector<std::string> recipes_dirs; // --recipes-dir, in order
 };
 
 // Log messages go to stderr as `level: message`. A command that compiles (build) holds them, and

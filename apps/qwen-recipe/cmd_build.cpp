@@ -120,7 +120,7 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
   CLI::App* cmd =
       app.add_subcommand("build", "compile a recipe into the YAML Megatron-Bridge loads");
   cmd->add_option("args", opts->args,
-                  "RECIPE (a model such as qwen35_397b, or MODEL@GPU[:PRECISION]) then Hydra "
+                  "RECIPE (a model such as qwen35_397b, or MODEL@GPU[xN][:PRECISION]) then Hydra "
                   "overrides: key.path=value, +key=value (add), ++key=value (add or set), ~key "
                   "(delete)");
   opts->recipe.add_to(cmd);
@@ -143,7 +143,8 @@ void register_build(CLI::App& app, GlobalOptions& global, std::function<int()>& 
                   "with --multirun: the directory the configs go to (created if missing; files "
                   "named from the swept values, e.g. global_batch_size=256.yaml)");
   cmd->add_option("--num-gpus", opts->num_gpus,
-                  "world size for the start-up checks (default: the recipe's GPU count)")
+                  "the recipe's variant for N GPUs (MODEL@GPUxN); with none, the default recipe, "
+                  "checked at world size N (default: the recipe's GPU count)")
       ->check(positive_count());
   cmd->add_option("--env", opts->env,
                   "the training environment for the cuDNN GDN package checks: `pip freeze` "

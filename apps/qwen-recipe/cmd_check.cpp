@@ -24,8 +24,8 @@ int run_check(const CheckOptions& o, const GlobalOptions& g) {
   // the report; -v shows them.
   if (g.verbosity <= 0)
     spdlog::set_level(spdlog::level::err);
-  const std::vector<GoldenResult> results = check_goldens(
-      manifest, g.recipes_dir.empty() ? embedded_data() : directory_data(g.recipes_dir), o.jobs);
+  const std::vector<GoldenResult> results =
+      check_goldens(manifest, recipe_sources(g.recipes_dirs), o.jobs);
   const GoldenResult* last_error = nullptr;
   for (const GoldenResult& r : results)
     if (r.status == GoldenResult::Status::Error) {

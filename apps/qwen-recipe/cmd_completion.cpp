@@ -1,5 +1,6 @@
 // qwen-recipe completion bash: a bash completion script for subcommands, their options, recipe
-// names and MODEL@GPU[:PRECISION] specs, GPUs, precisions, Megatron-Core profiles and pass names.
+// names and MODEL@GPU[xN][:PRECISION] specs, GPUs, precisions, Megatron-Core profiles and pass
+// names.
 // The subcommands and options are read from the CLI definition itself, the names from the
 // registries, so the script is as current as the binary that writes it.
 #include "commands.h"
@@ -40,9 +41,9 @@ int run_completion(CLI::App& app, const GlobalOptions& g) {
   for (const GpuInfo& gpu : cat.gpus())
     gpus.push_back(gpu.name);
   for (const RecipeEntry& r : cat.recipes()) {
-    specs.push_back(r.model + "@" + r.gpu);
+    specs.push_back(r.key());
     for (const auto& [precision, variant] : r.precisions)
-      specs.push_back(r.model + "@" + r.gpu + ":" + precision);
+      specs.push_back(r.key() + ":" + precision);
   }
   passes = registered_names();
   for (const ProfileSpec& p : compiler->schema().profiles())

@@ -184,7 +184,7 @@ void register_diff(CLI::App& app, GlobalOptions& global, std::function<int()>& a
                                              "specs (exit 0 same, 1 different, 2 error)");
   cmd->add_option("a", opts->a,
                   "the old config: a YAML file, '-' for standard input, or a recipe "
-                  "spec MODEL@GPU[:PRECISION]")
+                  "spec MODEL@GPU[xN][:PRECISION]")
       ->required();
   cmd->add_option("b", opts->b, "the new config, in the same forms")->required();
   cmd->add_option("-o,--output", opts->format,

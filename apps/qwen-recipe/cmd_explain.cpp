@@ -63,7 +63,7 @@ void register_explain(CLI::App& app, GlobalOptions& global, std::function<int()>
       "explain", "show where a recipe's values come from: base value, then each pass or override "
                  "that changed them");
   cmd->add_option("args", opts->args,
-                  "RECIPE (a model, or MODEL@GPU[:PRECISION]), then FIELDs (dotted paths; a "
+                  "RECIPE (a model, or MODEL@GPU[xN][:PRECISION]), then FIELDs (dotted paths; a "
                   "section names the fields under it that changed) and Hydra overrides; with no "
                   "FIELD, every field that differs from the model's base config");
   opts->recipe.add_to(cmd);

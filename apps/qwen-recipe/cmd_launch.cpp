@@ -134,7 +134,8 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
     req.config_file = std::exchange(req.recipe, {});
     req.allow_waived = o.allow_waived;
   }
-  // --num-gpus / --nodes rescale as Megatron-Bridge's -ng does: the parallel layout and the
+  // --num-gpus / --nodes pick the recipe's variant for that many GPUs where it has one, else
+  // rescale as Megatron-Bridge's -ng does: the parallel layout and the
   // global batch stay, data parallelism follows, and every start-up check runs on the new size.
   if (o.launch.num_gpus > 0)
     req.checks.num_gpus = o.launch.num_gpus;
@@ -185,9 +186,10 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
   CLI::App* cmd = app.add_subcommand(
       "launch", "write a recipe's config and the Slurm script (or torchrun command) that runs "
                 "Megatron-Bridge's performance entry point on it");
-  cmd->add_option("args", opts->args,
-                  "RECIPE (a model, or MODEL@GPU[:PRECISION]) then Hydra overrides, as for build; "
-                  "or a config FILE.yaml that build wrote (and you edited), launched as it is");
+  cmd->add_option(
+      "args", opts->args,
+      "RECIPE (a model, or MODEL@GPU[xN][:PRECISION]) then Hydra overrides, as for build; "
+      "or a config FILE.yaml that build wrote (and you edited), launched as it is");
   opts->recipe.add_to(cmd);
   cmd->add_option("--format", opts->format,
                   "slurm (default: an sbatch script), torchrun (a script to run on every node) or "
@@ -224,9 +226,9 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                 "upstream has it; without it, launch refuses, naming the check and the fix");
   auto* num_gpus =
       cmd->add_option("--num-gpus", opts->launch.num_gpus,
-                      "run on N GPUs instead of the recipe's, as Megatron-Bridge's -ng: data "
-                      "parallelism follows, the global batch stays, every start-up check runs "
-                      "on N")
+                      "run on N GPUs: the recipe's variant for N (MODEL@GPUxN) where it has "
+                      "one, else the recipe rescaled as Megatron-Bridge's -ng: data parallelism "
+                      "follows, the global batch stays, every start-up check runs on N")
           ->check(CLI::PositiveNumber);
   cmd->add_option("--nodes", opts->nodes, "run on N nodes: --num-gpus N x GPUs per node")
       ->check(CLI::PositiveNumber)

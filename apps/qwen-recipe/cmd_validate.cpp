@@ -54,7 +54,7 @@ void register_validate(CLI::App& app, GlobalOptions& global, std::function<int()
       "validate", "check a config's parallelism arithmetic and GDN packages before a job starts");
   cmd->add_option("config", opts->config,
                   "a YAML config file, '-' for standard input, or a recipe spec "
-                  "MODEL@GPU[:PRECISION] (built, with the recipe's GPU count and waivers)")
+                  "MODEL@GPU[xN][:PRECISION] (built, with the recipe's GPU count and waivers)")
       ->required();
   cmd->add_option("--num-gpus", opts->num_gpus,
                   "world size; without it, the checks that need it are skipped (a recipe spec "

@@ -73,8 +73,10 @@ int main(int argc, char** argv) {
   int quiet = 0;
   app.add_flag("-v,--verbose", global.verbosity, "more log output on stderr");
   app.add_flag("-q,--quiet", quiet, "only errors on stderr");
-  app.add_option("--recipes-dir", global.recipes_dir,
-                 "read recipe data from this recipes/ tree instead of the built-in copy");
+  app.add_option("--recipes-dir", global.recipes_dirs,
+                 "a folder of your own recipe files, layered over the built-in catalogue "
+                 "(docs/user-recipes.md); repeatable, a later one wins")
+      ->allow_extra_args(false);
 
   std::function<int()> action;
   qr::cli::register_build(app, global, action);

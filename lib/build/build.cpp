@@ -27,6 +27,10 @@ void check_spec_agrees(const BuildRequest& req, const RecipeRef& ref) {
   if (!req.gpu.empty() && req.gpu != ref.gpu)
     throw Error("recipe spec '" + req.recipe + "' names GPU " + ref.gpu + " but --gpu is " +
                 req.gpu);
+  if (ref.num_gpus > 0 && req.checks.num_gpus && *req.checks.num_gpus != ref.num_gpus)
+    throw Error("recipe spec '" + req.recipe + "' names " + std::to_string(ref.num_gpus) +
+                " GPUs but --num-gpus is " + std::to_string(*req.checks.num_gpus) +
+                "; give one of the two");
   if (!req.precision.empty() && req.precision != ref.precision) {
     const bool named = req.recipe.find(':') != std::string::npos;
     throw Error("recipe spec '" + req.recipe + "' " +
@@ -50,18 +54,20 @@ std::string header_option(const std::string& header, const std::string& option) 
 // One build in progress: the request as the stages read it and what they have made so far.
 struct Build {
   Build(const std::shared_ptr<const Schema>& schema, const Catalog& catalog,
-        const std::string& recipes_dir, const BuildRequest& request, const RunHooks& hooks)
-      : schema(schema), catalog(catalog), recipes_dir(recipes_dir), req(request), hooks(hooks),
+        const std::vector<std::string>& recipes_dirs, const BuildRequest& request,
+        const RunHooks& hooks)
+      : schema(schema), catalog(catalog), recipes_dirs(recipes_dirs), req(request), hooks(hooks),
         r{Config(schema, schema->default_profile(), Value()), {}, {}, {}, {}, {}, {}, {}, {}} {}
 
   const std::shared_ptr<const Schema>& schema;
   const Catalog& catalog;
-  const std::string& recipes_dir;
+  const std::vector<std::string>& recipes_dirs;
   BuildRequest req; // config_file: the recipe fields filled from its header
   const RunHooks& hooks;
   BuildResult r;
   std::string profile;
   std::string as_written, header; // config_file: its text and first line
+  int header_num_gpus = 0;        // config_file: a GPU-count variant's count, from its header
   // The waivers the steps and checks apply: the recipe's, for its own pipeline only.
   bool recipe_waivers = false;
 
@@ -83,6 +89,30 @@ struct Build {
       req.precision = header_option(header, "--precision");
     if (req.profile.empty())
       req.profile = header_option(header, "--mcore");
+    // A GPU-count variant's header names its count.
+    if (const std::string n = header_option(header, "--num-gpus"); !n.empty()) {
+      if (n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos || n[0] == '0')
+        throw Error(path + ": the header's --num-gpus '" + n + "' is not a GPU count");
+      header_num_gpus = std::stoi(n);
+    }
+  }
+
+  // The GPU count that picks a recipe's variant: the spec's, the header's, --num-gpus, or
+  // --nodes x GPUs per node; 0: none asked for.
+  [[nodiscard]] std::int64_t asked_num_gpus(const RecipeRef& ref) const {
+    if (ref.num_gpus > 0)
+      return ref.num_gpus;
+    if (header_num_gpus > 0)
+      return header_num_gpus;
+    if (!req.config_file.empty())
+      return 0; // a config taken as written: --num-gpus rescales it
+    if (req.checks.num_gpus)
+      return *req.checks.num_gpus;
+    if (req.checks.nodes > 0)
+      return std::int64_t{req.checks.nodes} * (req.checks.gpus_per_node > 0
+                                                   ? req.checks.gpus_per_node
+                                                   : catalog.gpu(ref.gpu).gpus_per_node);
+    return 0;
   }
 
   void resolve_recipe() {
@@ -92,8 +122,8 @@ struct Build {
     (void)schema->profile(profile);
     std::string& command = r.command;
     command = "qwen-recipe";
-    if (!recipes_dir.empty())
-      command += " --recipes-dir " + command_word(recipes_dir, "--recipes-dir");
+    for (const std::string& dir : recipes_dirs)
+      command += " --recipes-dir " + command_word(dir, "--recipes-dir");
     command += " build";
     if (!req.base_file.empty()) {
       if (!req.recipe.empty())
@@ -117,7 +147,12 @@ struct Build {
       } else if (req.gpu.empty()) {
         throw Error("--gpu is required; GPUs: gb300, gb200, b300, b200, h100, vr200");
       }
-      r.recipe = catalog.resolve(ref.model, ref.gpu, ref.precision);
+      // A count in the spec names a variant that must exist; --num-gpus or --nodes without one
+      // fall back to the default recipe, run on that many GPUs.
+      const std::int64_t asked = asked_num_gpus(ref);
+      r.recipe =
+          catalog.resolve(ref.model, ref.gpu, ref.precision,
+                          asked > 999'999'999 ? 0 : static_cast<int>(asked), ref.num_gpus > 0);
       recipe_waivers = req.pipeline_text.empty() && (req.config_file.empty() || req.allow_waived);
     }
   }
@@ -131,6 +166,8 @@ struct Build {
       r.command.append(" ").append(command_word(r.recipe->model->name, "model key"));
       r.command.append(" --gpu ").append(command_word(r.recipe->gpu->name, "GPU key"));
       r.command.append(" --precision ").append(command_word(r.recipe->precision, "precision"));
+      if (!r.recipe->entry->is_default)
+        r.command.append(" --num-gpus ").append(std::to_string(r.recipe->entry->num_gpus));
     }
     r.command += " --mcore " + command_word(profile, "--mcore profile");
     r.config = Config(schema, profile, std::move(base));
@@ -295,9 +332,14 @@ struct Build {
 
 } // namespace
 
-Compiler::Compiler(std::shared_ptr<const DataSource> data)
-    : schema_(Schema::load(*data)), catalog_(Catalog::load(data, schema_)),
-      recipes_dir_(data->directory()) {}
+Compiler::Compiler(std::shared_ptr<const DataSource> data) : Compiler(DataSources{data}) {}
+
+Compiler::Compiler(const DataSources& sources)
+    : schema_(Schema::load(*sources.front())), catalog_(Catalog::load(sources, schema_)) {
+  for (const auto& s : sources)
+    if (!s->directory().empty())
+      recipes_dirs_.push_back(s->directory());
+}
 
 BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunHooks& hooks) const {
   // Each stage needs every stage before it that writes the config.
@@ -310,7 +352,7 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
   }
   if ((stages.has(Stage::StartupChecks) || stages.has(Stage::Emit)) && gap)
     throw Error("internal: a build's start-up checks and output need the finished config");
-  Build b(schema_, *catalog_, recipes_dir_, request, hooks);
+  Build b(schema_, *catalog_, recipes_dirs_, request, hooks);
   b.resolve_recipe();
   if (stages.has(Stage::BaseConfig))
     b.make_base_config();

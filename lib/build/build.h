@@ -60,7 +60,8 @@ constexpr Stages operator|(Stage a, Stage b) {
 // What the StartupChecks stage checks against and what it does with failures.
 struct StartupChecks {
   // World size: num_gpus, else nodes x gpus_per_node (the GPU's when 0), else the recipe's GPU
-  // count; a --base build without either skips the checks that need it.
+  // count; a --base build without either skips the checks that need it. For a recipe, the same
+  // count first picks its GPU-count variant where it has one (docs/user-recipes.md).
   std::optional<std::int64_t> num_gpus;
   int nodes = 0;
   int gpus_per_node = 0;
@@ -79,7 +80,7 @@ struct StartupChecks {
 };
 
 struct BuildRequest {
-  std::string recipe; // model name, or a MODEL@GPU[:PRECISION] spec; empty with base_file
+  std::string recipe; // model name, or a MODEL@GPU[xN][:PRECISION] spec; empty with base_file
   std::string gpu;
   std::string precision;     // empty: the spec's precision, else bf16; given: must agree with it
   std::string base_file;     // a user's own base YAML instead of a recipe
@@ -115,6 +116,8 @@ struct BuildResult {
 class Compiler {
 public:
   explicit Compiler(std::shared_ptr<const DataSource> data);
+  // The catalogue of sources.front() with the rest layered over it (recipe_sources()).
+  explicit Compiler(const DataSources& sources);
 
   [[nodiscard]] const Schema& schema() const { return *schema_; }
   [[nodiscard]] const Catalog& catalog() const { return *catalog_; }
@@ -127,7 +130,7 @@ public:
 private:
   std::shared_ptr<const Schema> schema_;
   std::shared_ptr<const Catalog> catalog_;
-  std::string recipes_dir_; // empty: the built-in recipes
+  std::vector<std::string> recipes_dirs_; // --recipes-dir, in order; empty: the built-in recipes
 };
 
 // Whether a command-line word is a Hydra override (key=value, +key=value, ++key=value, ~key)

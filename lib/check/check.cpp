@@ -112,8 +112,17 @@ GoldenEntry read_entry(const YamlDoc& doc, const YamlNode& n, const fs::path& di
   e.request.profile = text("mcore");
   if (const std::string file = text("overrides_file"); !file.empty())
     e.request.override_files.push_back(resolve(dir, file));
-  if (const std::string rd = text("recipes_dir"); !rd.empty())
-    e.recipes_dir = resolve(dir, rd);
+  // recipes_dir: one folder or a list of them, as --recipes-dir given once or more.
+  if (const auto it = keys.find("recipes_dir"); it != keys.end()) {
+    if (it->second->kind == YamlNode::Kind::Sequence) {
+      if (it->second->items.empty())
+        throw Error(doc.where(*it->second) + ": 'recipes_dir' lists no folder");
+      for (const YamlNode* item : it->second->items)
+        e.recipes_dirs.push_back(resolve(dir, text_of(doc, *item, *item, "recipes_dir's item")));
+    } else {
+      e.recipes_dirs.push_back(resolve(dir, text("recipes_dir")));
+    }
+  }
   for (const ShortcutInfo& info : shortcut_table())
     if (const auto it = keys.find(info.name); it != keys.end()) {
       const YamlNode& v = *it->second;
@@ -266,23 +275,22 @@ Manifest read_manifest(const std::string& path) {
   return m;
 }
 
-std::vector<GoldenResult> check_goldens(const Manifest& manifest,
-                                        const std::shared_ptr<const DataSource>& data,
+std::vector<GoldenResult> check_goldens(const Manifest& manifest, const DataSources& data,
                                         unsigned jobs) {
   const std::size_t n = manifest.entries.size();
   std::vector<GoldenResult> results(n);
   // One compiler per recipes tree, made before the threads start; the compilers are read-only
   // while building, so the threads share them.
-  std::map<std::string, std::shared_ptr<const Compiler>> compilers;
-  std::map<std::string, std::string> compiler_errors;
+  std::map<std::vector<std::string>, std::shared_ptr<const Compiler>> compilers;
+  std::map<std::vector<std::string>, std::string> compiler_errors;
   for (const GoldenEntry& e : manifest.entries) {
-    if (compilers.count(e.recipes_dir) != 0 || compiler_errors.count(e.recipes_dir) != 0)
+    if (compilers.count(e.recipes_dirs) != 0 || compiler_errors.count(e.recipes_dirs) != 0)
       continue;
     try {
-      compilers[e.recipes_dir] = std::make_shared<const Compiler>(
-          e.recipes_dir.empty() ? data : directory_data(e.recipes_dir));
+      compilers[e.recipes_dirs] = std::make_shared<const Compiler>(
+          e.recipes_dirs.empty() ? data : recipe_sources(e.recipes_dirs));
     } catch (const Error& err) {
-      compiler_errors[e.recipes_dir] = err.what();
+      compiler_errors[e.recipes_dirs] = err.what();
     }
   }
   std::atomic<std::size_t> next{0};
@@ -290,9 +298,9 @@ std::vector<GoldenResult> check_goldens(const Manifest& manifest,
     for (std::size_t i = next++; i < n; i = next++) {
       const GoldenEntry& e = manifest.entries[i];
       try {
-        if (const auto err = compiler_errors.find(e.recipes_dir); err != compiler_errors.end())
+        if (const auto err = compiler_errors.find(e.recipes_dirs); err != compiler_errors.end())
           throw Error(err->second);
-        results[i] = check_entry(e, *compilers.at(e.recipes_dir));
+        results[i] = check_entry(e, *compilers.at(e.recipes_dirs));
       } catch (const std::exception& err) {
         results[i].status = GoldenResult::Status::Error;
         results[i].error = e.where + ": " + e.golden + ": " + err.what();

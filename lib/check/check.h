@@ -17,8 +17,8 @@ struct GoldenEntry {
   std::string where;       // "manifest.yaml:3:5", the entry's first key, for messages
   std::string golden;      // the golden's path as the manifest writes it: how reports name it
   std::string golden_path; // resolved against the manifest's directory
-  std::string recipes_dir; // resolved; empty: the caller's recipes
-  BuildRequest request;    // base_file resolved like golden_path
+  std::vector<std::string> recipes_dirs; // resolved, in order; empty: the caller's recipes
+  BuildRequest request;                  // base_file resolved like golden_path
 };
 
 struct Manifest {
@@ -44,8 +44,7 @@ struct GoldenResult {
 
 // Builds and compares every entry, `jobs` at a time (0: one per hardware thread); results in the
 // manifest's order whatever the threads' timing. Entries without a recipes_dir use `data`.
-std::vector<GoldenResult> check_goldens(const Manifest& manifest,
-                                        const std::shared_ptr<const DataSource>& data,
+std::vector<GoldenResult> check_goldens(const Manifest& manifest, const DataSources& data,
                                         unsigned jobs = 0);
 
 // Reports over results without errors; `updated`: the mismatched and missing goldens were

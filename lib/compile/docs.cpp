@@ -130,13 +130,18 @@ std::string invariants_table() {
 }
 
 std::string recipes_table(const Catalog& catalog) {
-  std::string out = pad("recipe", 14) + pad("gpu", 7) + pad("gpus", 6) + "precisions\n";
+  std::size_t model_width = 14;
+  for (const RecipeEntry& r : catalog.recipes())
+    model_width = std::max(model_width, r.model.size() + 2);
+  std::string out = pad("recipe", model_width) + pad("gpu", 7) + pad("gpus", 6) +
+                    pad("precisions", 20) + "from\n";
   for (const RecipeEntry& r : catalog.recipes()) {
     std::vector<std::string> precisions;
     for (const auto& [p, v] : r.precisions)
       precisions.push_back(p);
-    out += pad(r.model, 14) + pad(r.gpu, 7) + pad(std::to_string(r.num_gpus), 6) +
-           join(precisions) + "\n";
+    out += pad(r.model, model_width) + pad(r.gpu, 7) +
+           pad(std::to_string(r.num_gpus) + (r.is_default ? "" : "*"), 6) +
+           pad(join(precisions), 20) + r.origin + "\n";
   }
   return out;
 }
@@ -181,8 +186,10 @@ std::string list_json(const std::string& what, const Catalog& catalog, const Sch
       for (const auto& [p, v] : r.precisions)
         precisions.push_back(p);
       rows.push_back("{\"model\": " + str(r.model) + ", \"gpu\": " + str(r.gpu) +
-                     ", \"num_gpus\": " + std::to_string(r.num_gpus) + ", \"precisions\": " +
-                     strings(precisions) + ", \"source\": " + str(r.source) + "}");
+                     ", \"num_gpus\": " + std::to_string(r.num_gpus) +
+                     ", \"precisions\": " + strings(precisions) + ", \"source\": " + str(r.source) +
+                     ", \"spec\": " + str(r.key()) + ", \"default\": " +
+                     (r.is_default ? "true" : "false") + ", \"from\": " + str(r.origin) + "}");
     }
   } else if (what == "gpus") {
     for (const GpuInfo& g : catalog.gpus())

@@ -1,5 +1,6 @@
 // Where recipe data (recipes/: schema, models, GPU recipes) is read from: the copy compiled into
-// the binary, or a directory given at run time (for editing recipes without rebuilding).
+// the binary, or a whole recipes/ tree given at run time (for editing recipes without
+// rebuilding), and the users' overlays (--recipes-dir DIR holding only their own files).
 #pragma once
 
 #include "yaml/yaml_read.h"
@@ -23,11 +24,22 @@ public:
   [[nodiscard]] virtual std::string describe(const std::string& path) const = 0;
   // The --recipes-dir this data comes from; empty for the built-in recipes.
   [[nodiscard]] virtual std::string directory() const = 0;
+  // True for an overlay: a user's files, layered over the catalogue, not a whole tree.
+  [[nodiscard]] virtual bool is_overlay() const { return false; }
 };
+
+using DataSources = std::vector<std::shared_ptr<const DataSource>>;
 
 // The recipes/ tree compiled into the binary.
 std::shared_ptr<const DataSource> embedded_data();
-// A recipes/ directory on disk.
+// A whole recipes/ directory on disk.
 std::shared_ptr<const DataSource> directory_data(const std::string& dir);
+// A user's overlay directory: every file read must lie inside it (a link out is refused), it
+// holds at most kMaxOverlayFiles YAML files, each bounded as every YAML file is.
+std::shared_ptr<const DataSource> overlay_data(const std::string& dir);
+inline constexpr std::size_t kMaxOverlayFiles = 1000;
+// What --recipes-dir DIR... means: the built-in recipes, or the first DIR when it is a whole tree
+// (it has schema/), then each other DIR as an overlay, in order (a later one wins).
+DataSources recipe_sources(const std::vector<std::string>& dirs);
 
 } // namespace qr

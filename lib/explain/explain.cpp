@@ -80,6 +80,10 @@ std::vector<FieldHistory> explain_fields(const Compiler& compiler, const BuildRe
     throw Error("explain needs a recipe (a --base build has no base config to compare with)");
   const std::string& profile = result.config.profile();
   const Value base = compiler.catalog().base_config(*result.recipe->model, profile);
+  std::string layers = "recipes/models/"; // and a --recipes-dir's own layers, by file
+  for (const std::string& b : result.recipe->model->bases)
+    if (const std::string own = compiler.catalog().user_layer_source(b); !own.empty())
+      layers += ", " + own;
   const Value defaults = compiler.schema().instantiate(compiler.schema().root(), profile);
   const std::map<std::string, Value> base_leaves = leaves(base);
   const std::map<std::string, Value> final_leaves = leaves(result.config.root());
@@ -132,7 +136,7 @@ std::vector<FieldHistory> explain_fields(const Compiler& compiler, const BuildRe
     const Value* d = below(defaults, keys, 0);
     h.base_origin = !h.base                         ? "not in the base config"
                     : d != nullptr && *d == *h.base ? "schema default"
-                                                    : "the model's base layers (recipes/models/)";
+                                                    : "the model's base layers (" + layers + ")";
     for (const Write& w : result.config.writes()) {
       if (!within(path, w.path))
         continue;

@@ -309,11 +309,10 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
                   " holds a NUL byte, which no environment value can carry: "
                   "remove it");
   }
-  const std::string& recipe_name =
-      spec.model->names.empty() ? spec.model->name : spec.model->names.front();
+  // Megatron-Bridge's model recipe name, a user model's upstream one: never a key of ours.
   plan.entry_args = {"--domain", "qwen3vl",
                      "-m",       "qwen_vl",
-                     "-mr",      recipe_name,
+                     "-mr",      spec.model->upstream,
                      "--task",   "pretrain",
                      "-ng",      std::to_string(plan.num_gpus),
                      "-g",       spec.gpu->name,

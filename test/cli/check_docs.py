@@ -2,9 +2,9 @@
 """Runs the examples in docs/*.md and compares their output, so the docs never drift.
 
 An example is a ```console block: lines starting with `$ qwen-recipe ...` are run (in a fresh
-scratch directory holding docs/examples/, split into arguments as a shell would; the pages show it
-as /home/user/jobs), and the lines after each, up to the next `$ ` line or the end of the block,
-are its expected standard output.
+scratch directory holding docs/examples/ and its folders, split into arguments as a shell would;
+the pages show it as /home/user/jobs), and the lines after each, up to the next `$ ` line or the
+end of the block, are its expected standard output.
 
 usage: check_docs.py QWEN_RECIPE SCRATCH_DIR DOC.md... [--update]
 """
@@ -67,7 +67,11 @@ def main():
     for doc in docs:
         examples = os.path.join(os.path.dirname(doc), "examples")
         for name in os.listdir(examples) if os.path.isdir(examples) else []:
-            shutil.copy(os.path.join(examples, name), scratch)
+            src = os.path.join(examples, name)
+            if os.path.isdir(src):  # a folder of files, e.g. user-recipes/
+                shutil.copytree(src, os.path.join(scratch, name), dirs_exist_ok=True)
+            else:
+                shutil.copy(src, scratch)
     failures = [f for doc in docs for f in check(binary, scratch, doc, update)]
     if failures:
         sys.exit("\n".join(failures) + "\n(regenerate: check_docs.py ... --update, then review)")

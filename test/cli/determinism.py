@@ -8,6 +8,7 @@ environment changed too (time zone, no HOME, umask, working directory, -o instea
 
 import argparse
 import concurrent.futures
+import json
 import locale
 import os
 import subprocess
@@ -31,12 +32,11 @@ def decimal_comma_locale():
 
 
 def recipes(binary):
-    out = subprocess.run([binary, "list", "recipes"], check=True, capture_output=True,
-                         text=True).stdout.splitlines()
-    for line in out[1:]:  # recipe gpu gpus precisions
-        model, gpu, _, precisions = line.split(None, 3)
-        for precision in precisions.split(", "):
-            yield model, gpu, precision
+    out = subprocess.run([binary, "list", "recipes", "--format", "json"], check=True,
+                         capture_output=True, text=True).stdout
+    for recipe in json.loads(out)["recipes"]:
+        for precision in recipe["precisions"]:
+            yield recipe["model"], recipe["gpu"], precision
 
 
 def main():
