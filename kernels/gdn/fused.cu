@@ -43,7 +43,7 @@ int scan_ctas(const Geo& geo, ScanGrid sg) {
 // pair at 128 columns (64 + 64 CTAs) replaces two 128-CTA launches one after the other; at 35B
 // (128 CTAs each already) they stay in sequence.
 ScanGrid pair_grid(const Geo& geo, ScanGrid sg, int sms) {
-  if (sg.split) // both scans' segment combines write ws.seg_in
+  if (sg.split) // both scans' segment passes write ws.seg_end and ws.seg_move
     return {0, 0, false};
   if (2 * scan_ctas(geo, sg) <= sms)
     return sg;
@@ -182,8 +182,9 @@ public:
     if (e = launch_prep(geo, in, ws, a.saved ? Prep::backward : Prep::context, stream); !e.empty())
       return e;
     auto save = [&](ScanGrid sg) {
-      return
-          [&, sg](cudaStream_t st) { return launch_save_scan(geo, sg, ws, a.initial_state, st); };
+      return [&, sg](cudaStream_t st) {
+        return launch_save_scan(geo, sg, ws, a.initial_state, a.saved != nullptr, st);
+      };
     };
     auto bwd = [&](ScanGrid sg) {
       return [&, sg](cudaStream_t st) {

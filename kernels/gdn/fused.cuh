@@ -174,7 +174,10 @@ struct Workspace {
   // Split scans only (split_segments > 1), per (b, value head, segment):
   float* seg_end;  // [B,Hv,Z,Dk,Dv] its end state from zero (bwd: its entering gradient)
   float* seg_move; // [B,Hv,Z,Dk,Dk] its transition (bwd: the transposed one)
-  float* seg_in;   // [B,Hv,Z,Dk,Dv] the true state entering it (bwd: the gradient leaving it)
+  float* seg_in;   // [B,Hv,Z,Dk,Dv] bwd: the true gradient leaving it
+  // [B,Hv,Z,Dk,Dv] context (not inference): the true state entering it, the forward's combine;
+  // the backward's save_scan starts from it instead of running seg_fwd and the combine again
+  float* seg_fwd_in;
 
   // The workspace of a forward (inference when saved is null, else training) or a backward
   // (self-contained when saved is null). With null bases it only counts: *ws_bytes gets the
@@ -211,7 +214,8 @@ struct Workspace {
     if (const size_t z = split_segments(s); z > 1) {
       ws.seg_end = wc.take<float>(vh * z * kD * kD);
       ws.seg_move = wc.take<float>(vh * z * kD * kD);
-      ws.seg_in = wc.take<float>(vh * z * kD * kD);
+      ws.seg_in = bwd ? wc.take<float>(vh * z * kD * kD) : nullptr;
+      ws.seg_fwd_in = c.take<float>(vh * z * kD * kD);
     }
     if (ws_bytes)
       *ws_bytes = wc.used;
@@ -314,14 +318,15 @@ std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws
                         cudaStream_t st);
 std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                             Ref<bf16> o, float* ht, cudaStream_t st);
+// states_saved: a split row's entering states are in the context already (the backward given one).
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             cudaStream_t st);
+                             bool states_saved, cudaStream_t st);
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st);
 // Split scans (fused_split.cu): each segment's end state and transition from its start (the
 // forward recurrence; bwd: the reverse one, from do and the final-state gradient), then the
-// combine into ws.seg_in, which the scans of launch_fwd_scan / launch_save_scan /
-// launch_bwd_scan start their segments from.
+// combine into ws.seg_fwd_in (bwd: ws.seg_in), which the scans of launch_fwd_scan /
+// launch_save_scan (bwd: launch_bwd_scan) start their segments from.
 std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
                              cudaStream_t st);
 std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,

@@ -92,7 +92,7 @@ __device__ __forceinline__ T* state_of(T* p, const Geo& geo, const Chunk& c, int
 }
 
 // The split scans' fp32 [Dk, Dv] state of segment blockIdx.z of (b, value head) bh, from
-// ws.seg_in (fused_split.cu).
+// ws.seg_fwd_in or, backward, ws.seg_in (fused_split.cu).
 __device__ __forceinline__ const float* segment_state(const float* seg, int bh, int tile) {
   return seg + (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD + tile;
 }
@@ -428,7 +428,7 @@ std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
   if (sg.split)
     if (std::string e = launch_split_fwd(geo, sg, ws, h0, st); !e.empty())
       return e;
-  const float* in = sg.split ? ws.seg_in : nullptr;
+  const float* in = sg.split ? ws.seg_fwd_in : nullptr;
   return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
                                h0, o, ht, in)
                       : launch(fwd_scan_kernel<64, 16>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
@@ -436,11 +436,11 @@ std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
 }
 
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             cudaStream_t st) {
-  if (sg.split)
+                             bool states_saved, cudaStream_t st) {
+  if (sg.split && !states_saved)
     if (std::string e = launch_split_fwd(geo, sg, ws, h0, st); !e.empty())
       return e;
-  const float* in = sg.split ? ws.seg_in : nullptr;
+  const float* in = sg.split ? ws.seg_fwd_in : nullptr;
   return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
                                ws, h0, in)
                       : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st,

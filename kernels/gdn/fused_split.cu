@@ -21,7 +21,8 @@
 //     - w^T dv_new. One stage (the tiles of both stages would not fit).
 //   combine, one CTA per (32 value columns, b, value head), fp32 on the CUDA cores, in segment
 //     order: S_in(0) = 0, S_in(z + 1) = T_z S_in(z) + E_z (bwd, from the last segment down:
-//     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_in.
+//     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_fwd_in (bwd: ws.seg_in).
+//     A training forward's seg_fwd_in is in the context: the backward's save_scan reuses it.
 //
 // Sequence boundaries (varlen; a dense row starts at slot 0 and ends at NT - 1) cut the chain.
 // A segment in which a sequence starts walks from its last such start, from that sequence's
@@ -259,7 +260,7 @@ struct CombineSmem {
 // In segment order (reverse: from the last down), seg_in(z) = the running state, which then
 // becomes T_z state + E_z. Thread t owns column t % 32 of the slice, rows 16 (t / 32) ...
 __global__ void __launch_bounds__(kCombineThreads)
-    combine_kernel(Workspace ws, int Z, bool reverse) {
+    combine_kernel(Workspace ws, int Z, bool reverse, float* seg_in) {
   extern __shared__ __align__(16) char smem_raw[];
   CombineSmem& sm = *reinterpret_cast<CombineSmem*>(smem_raw);
   const int tid = threadIdx.x, col = blockIdx.x * kCombineCols + tid % kCombineCols;
@@ -273,7 +274,7 @@ __global__ void __launch_bounds__(kCombineThreads)
     const size_t at = (size_t(bh) * Z + z) * kD * kD;
 #pragma unroll
     for (int i = 0; i < kCombineRows; ++i)
-      ws.seg_in[at + (r0 + i) * kD + col] = acc[i];
+      seg_in[at + (r0 + i) * kD + col] = acc[i];
     if (step + 1 == Z)
       break;
     __syncthreads(); // every thread is done reading the previous step's t and s
@@ -307,7 +308,7 @@ std::string launch_combine(const Geo& geo, ScanGrid sg, const Workspace& ws, boo
   QR_CUDA_TRY(cudaFuncSetAttribute(combine_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(CombineSmem))));
   combine_kernel<<<dim3(kD / kCombineCols, geo.B * geo.Hv), kCombineThreads, sizeof(CombineSmem),
-                   st>>>(ws, sg.groups, reverse);
+                   st>>>(ws, sg.groups, reverse, reverse ? ws.seg_in : ws.seg_fwd_in);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
