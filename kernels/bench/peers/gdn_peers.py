@@ -55,6 +55,7 @@ VERSIONS = {
                            "nvidia-cutlass-dsl", "cuda-tile"],
 }
 BLOCKED_FOR_FLA = ("tilelang", "flash_qla")
+KERNEL_PROFILE_STEPS = 5  # training steps torch.profiler averages the per-kernel times over
 
 
 def log(msg):
@@ -313,7 +314,7 @@ def worker(args):
         if os.path.exists(stem + ".json"):
             entry["outputs"] = stem + ".json"
         entry["memory"] = attempt("memory", p.memory)
-        entry["kernels"] = attempt("kernels", p.kernels) or []
+        entry["kernels"], entry["kernel_times"] = attempt("kernels", p.kernels) or ([], [])
         if args.backend == "fla":
             entry["pinned"] = attempt("kernel check", lambda: fla_pinned(entry["kernels"]))
         entry["times"] = {}
@@ -420,14 +421,19 @@ class Problem:
         self.clear()
         return {"saved_bytes": int(saved), "peak_bytes": int(peak)}
 
-    def kernels(self):
+    def kernels(self, steps=KERNEL_PROFILE_STEPS):
+        """The GPU work of a training step, from torch.profiler over `steps` steps: the kernel
+        names, and per name the launches and GPU microseconds per step, longest first."""
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            self.fwdbwd()
+            for _ in range(steps):
+                self.fwdbwd()
             self.torch.cuda.synchronize()
         self.clear()
-        return sorted({e.key for e in prof.key_averages()
-                       if (getattr(e, "device_time_total", 0) or 0) > 0})
+        ran = [e for e in prof.key_averages() if (getattr(e, "device_time_total", 0) or 0) > 0]
+        times = [{"name": e.key, "calls": e.count / steps, "us": e.device_time_total / steps}
+                 for e in ran]
+        return sorted(e.key for e in ran), sorted(times, key=lambda t: (-t["us"], t["name"]))
 
     def time(self, mode, warmup, iters):
         """{"graph": {median, min, max} | None, "graph_error", "eager": {...}} in milliseconds."""
@@ -627,7 +633,8 @@ def worker_rows(w, manifests, inputs):
             if e.get("step_errors"):
                 runs += "; failed steps: " + " | ".join(e["step_errors"])
             row.update(status="ok", runs=runs)
-            for key in ("first_call_s", "outputs", "memory", "kernels", "pinned", "times"):
+            for key in ("first_call_s", "outputs", "memory", "kernels", "kernel_times", "pinned",
+                        "times"):
                 if e.get(key) is not None:
                     row[key] = e[key]
         rows.append(row)
