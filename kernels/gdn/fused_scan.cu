@@ -398,6 +398,216 @@ __global__ void __launch_bounds__(32 * W, 1)
   }
 }
 
+// The co-resident pair: save_scan and bwd_scan in one launch at 128 value columns, blockIdx.x
+// choosing the role (0: bwd_scan, 1: save_scan), two CTAs per SM, so that where each scan alone
+// fills a wave of one CTA per SM (35B: 128 + 128 CTAs on 132 SMs) both chains still run at once.
+// Each role keeps one shared-memory stage (111.5 / 102.5 KB against the two-stage forms' 223 /
+// 171 KB): a tile is reloaded as soon as the phase that reads it ends, and the tiles that die
+// last are reused in place. The products and their order are those of the kernels above, so the
+// results are bit for bit theirs.
+//   save role: w and G load during the previous chunk's phase C, k and u at the top of the chunk
+//     (waited for after the w S product); v_new .* El overwrites u.
+//   bwd role: q, k, Ms, do and G load during the next chunk's phase C, w at the top; phase B
+//     also adds (scale exp(G) Q)^T do to dS, so that only w and dv_new are read in phase C;
+//     dv_new and -dv_new overwrite the dS operand copy (rows 0-63 and 64-127).
+constexpr int kPairBV = 128;
+
+struct SaveLeanSmem {
+  bf16 w[kC * kLdD], k[kC * kLdD];
+  bf16 u[kC * kLdV<kPairBV>]; // u, then v_new .* El
+  float G[kC];
+  bf16 s[kD * kLdV<kPairBV>];
+  bf16 nu[kC * kLdV<kPairBV>];
+  float el[kC];
+};
+struct BwdLeanSmem {
+  bf16 q[kC * kLdD], k[kC * kLdD], w[kC * kLdD];
+  bf16 ms[kC * kLdC];
+  bf16 d_o[kC * kLdV<kPairBV>];
+  float G[kC];
+  bf16 ds[kD * kLdV<kPairBV>]; // dS operand copy, then dv_new and -dv_new
+  float el[kC];
+};
+
+__device__ __forceinline__ void save_role(const Geo& geo, const Workspace& ws, const float* h0,
+                                          SaveLeanSmem& sm) {
+  constexpr int BV = kPairBV, ldv = kLdV<BV>;
+  const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
+  const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
+  auto issue_wg = [&](int n) {
+    const size_t row0 = vrow(geo, bh, n);
+    load_tile_async<kC, kD, kThreads>(sm.w, kLdD, ws.w + row0 * kD, kD, kC);
+    load_G(sm.G, ws.G + row0);
+  };
+  auto issue_ku = [&](int n) {
+    load_tile_async<kC, kD, kThreads>(sm.k, kLdD, ws.kn + krow(geo, bh, n) * kD, kD, kC);
+    load_tile_async<kC, BV, kThreads>(sm.u, ldv, ws.u + vrow(geo, bh, n) * kD, kD, kC);
+  };
+
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, false);
+  if (slots.x >= slots.y)
+    return;
+  const int tile = sr * kD + sc;
+  Acc<32, BV / 2> S;
+  load_state(S, entry_state(geo, chunk_at(geo, ws, b, slots.x), h0, nullptr, bh, h, tile));
+  issue_wg(slots.x);
+  cp_async_commit();
+  for (int n = slots.x; n < slots.y; ++n) {
+    cp_async_wait<0>();
+    __syncthreads(); // w, G of chunk n have landed, and every warp is done with chunk n - 1
+    issue_ku(n);
+    cp_async_commit();
+    const Chunk next = n + 1 < slots.y ? chunk_at(geo, ws, b, n + 1) : Chunk{};
+    const size_t row0 = vrow(geo, bh, n);
+    const float Gl = sm.G[kC - 1];
+    store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
+    if (tid < kC)
+      sm.el[tid] = __expf(Gl - sm.G[tid]);
+    __syncthreads();
+    store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD, kD, sm.s, ldv);
+
+    Acc<32, BV / 4> X;
+    X.zero();
+    warp_mma<Lay::MK, Lay::KN, kD>(X, sm.w, kLdD, sm.s, ldv, pr, pc);
+    cp_async_wait<0>();
+    __syncthreads(); // k, u of chunk n have landed, and every warp is done with w, G and s
+    if (n + 1 < slots.y)
+      issue_wg(n + 1);
+    cp_async_commit();
+    X.each_pair([&](int r, int c, float& x0, float& x1) { // u -> v_new .* El, by its owner
+      const int i = pr + r, j = pc + c;
+      const float2 u = load_bf16x2(sm.u + i * ldv + j);
+      x0 = u.x - x0;
+      x1 = u.y - x1;
+      store_bf16x2(sm.nu + i * ldv + j, x0, x1);
+      store_bf16x2(sm.u + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
+    });
+    __syncthreads();
+    store_tile<kC, BV>(ws.nu + row0 * kD, kD, sm.nu, ldv);
+    const float decay = __expf(Gl);
+    S.each([&](int, int, float& x) { x *= decay; });
+    warp_mma<Lay::KM, Lay::KN, kC>(S, sm.k, kLdD, sm.u, ldv, sr, sc);
+    if (next.first)
+      load_state(S, state_of(h0, geo, next, h, tile));
+  }
+}
+
+__device__ __forceinline__ void bwd_role(const Geo& geo, const Workspace& ws, Ref<const bf16> d_o,
+                                         const float* dht, float* dh0, BwdLeanSmem& sm) {
+  constexpr int BV = kPairBV, ldv = kLdV<BV>;
+  using Tiles = ScanTiles<BV, 8>;
+  using All = GroupTile<BV, 8>;
+  const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const Tiles st(warp);
+  const int sr = st.sr, sc = st.sc; // state-gradient tile
+  const All pb(warp);
+  const int pr = pb.r0, pc = pb.c0;
+  bf16* const dnu = sm.ds;             // dv_new, once the dS copy is dead
+  bf16* const dnun = sm.ds + kC * ldv; // -dv_new
+  auto issue_a = [&](int n, const Chunk& c) {
+    const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
+    load_tile_async<kC, kD, kThreads>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kD, kThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+    load_tile_async<kC, kC, kThreads>(sm.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, BV, kThreads>(sm.d_o, ldv, d_o.at(c.b, c.t0, h), d_o.st, c.len);
+    load_G(sm.G, ws.G + row0);
+  };
+
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, false);
+  if (slots.x >= slots.y)
+    return;
+  // cur: slot n; prev: slot n - 1 (its tiles load during chunk n); the slot before that is read
+  // one chunk ahead of its use.
+  const int tile = sr * kD + sc;
+  Chunk cur = chunk_at(geo, ws, b, slots.y - 1);
+  Chunk prev = slots.y - 1 > slots.x ? chunk_at(geo, ws, b, slots.y - 2) : Chunk{};
+  Acc<32, Tiles::SN> dS;
+  load_state(dS, cur.last ? state_of(dht, geo, cur, h, tile) : nullptr);
+  issue_a(slots.y - 1, cur);
+  cp_async_commit();
+  for (int n = slots.y - 1; n >= slots.x; --n) {
+    cp_async_wait<0>();
+    __syncthreads(); // q, k, Ms, do, G of chunk n have landed; every warp is done with chunk n + 1
+    load_tile_async<kC, kD, kThreads>(sm.w, kLdD, ws.w + vrow(geo, bh, n) * kD, kD, kC);
+    cp_async_commit();
+    const Chunk before = n - 1 > slots.x ? chunk_at(geo, ws, b, n - 2) : Chunk{};
+    const size_t row0 = vrow(geo, bh, n);
+    const float Gl = sm.G[kC - 1];
+    store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
+    if (tid < kC)
+      sm.el[tid] = __expf(Gl - sm.G[tid]);
+    for (int e = tid; e < kC * kD / 8; e += kThreads) { // Q rows *= scale exp(G)
+      const int i = e / (kD / 8), c = (e % (kD / 8)) * 8;
+      const float f = geo.scale * __expf(sm.G[i]);
+      uint4* p = reinterpret_cast<uint4*>(sm.q + i * kLdD + c);
+      uint4 x = *p;
+      __nv_bfloat162* y = reinterpret_cast<__nv_bfloat162*>(&x);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 t = __bfloat1622float2(y[j]);
+        y[j] = __floats2bfloat162_rn(t.x * f, t.y * f);
+      }
+      *p = x;
+    }
+    __syncthreads();
+    store_tile<kD, BV>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD, kD, sm.ds, ldv);
+
+    const float decay = __expf(Gl);
+    dS.each([&](int, int, float& x) { x *= decay; });
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, sm.q, kLdD, sm.d_o, ldv, sr, sc);
+    {
+      Acc<All::M, All::N> X;
+      X.zero();
+      warp_mma<Lay::MK, Lay::KN, kD>(X, sm.k, kLdD, sm.ds, ldv, pr, pc);
+      X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
+      warp_mma<Lay::KM, Lay::KN, kC>(X, sm.ms, kLdC, sm.d_o, ldv, pr, pc);
+      __syncthreads(); // every warp is done with q, k, Ms, do, G and the dS copy
+      if (n > slots.x)
+        issue_a(n - 1, prev);
+      cp_async_commit();
+      X.each_pair([&](int r, int c, float& x0, float& x1) {
+        store_bf16x2(dnu + (pr + r) * ldv + pc + c, x0, x1);
+        store_bf16x2(dnun + (pr + r) * ldv + pc + c, -x0, -x1);
+      });
+    }
+    cp_async_wait<1>(); // w of chunk n has landed (chunk n - 1's tiles may still be in flight)
+    __syncthreads();
+    store_tile<kC, BV>(ws.dnu + row0 * kD, kD, dnu, ldv);
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, sm.w, kLdD, dnun, ldv, sr, sc);
+    if (cur.first)
+      save_state(dS, state_of(dh0, geo, cur, h, tile));
+    if (n > slots.x && prev.last) // varlen: slot n - 1 ends a sequence
+      load_state(dS, state_of(dht, geo, prev, h, tile));
+    cur = prev;
+    prev = before;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    pair_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<const bf16> d_o, const float* dht,
+                     float* dh0) {
+  extern __shared__ __align__(16) char smem_raw[];
+  if (!stamp_ok(geo, ws))
+    return;
+  if (blockIdx.x == 0)
+    bwd_role(geo, ws, d_o, dht, dh0, *reinterpret_cast<BwdLeanSmem*>(smem_raw));
+  else
+    save_role(geo, ws, h0, *reinterpret_cast<SaveLeanSmem*>(smem_raw));
+}
+constexpr size_t kPairSmem = std::max(sizeof(SaveLeanSmem), sizeof(BwdLeanSmem));
+
+// Both roles' CTAs must share an SM: the full shared-memory carveout, not the driver's pick.
+std::string set_pair_attributes() {
+  QR_CUDA_TRY(cudaFuncSetAttribute(pair_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(kPairSmem)));
+  QR_CUDA_TRY(cudaFuncSetAttribute(pair_scan_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   int(cudaSharedmemCarveoutMaxShared)));
+  return {};
+}
+
 template <class Kernel, class... Args>
 std::string launch(Kernel kernel, size_t smem, const Geo& geo, ScanGrid sg, int threads,
                    cudaStream_t st, Args... args) {
@@ -457,6 +667,25 @@ std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Re
                                d_o, dht, dh0, in)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,
                                d_o, dht, dh0, in);
+}
+
+std::string pair_scan_ctas_per_sm(int* ctas) {
+  *ctas = 0;
+  if (std::string e = set_pair_attributes(); !e.empty())
+    return e;
+  QR_CUDA_TRY(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, pair_scan_kernel, kThreads, kPairSmem));
+  return {};
+}
+
+std::string launch_pair_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
+                             Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st) {
+  if (std::string e = set_pair_attributes(); !e.empty())
+    return e;
+  pair_scan_kernel<<<dim3(2, geo.B * geo.Hv, sg.groups), kThreads, kPairSmem, st>>>(geo, ws, h0,
+                                                                                    d_o, dht, dh0);
+  QR_CUDA_TRY(cudaGetLastError());
+  return {};
 }
 
 } // namespace qr::gdn::fused
