@@ -37,28 +37,18 @@ int scan_ctas(const Geo& geo, ScanGrid sg) {
   return kD / sg.bv * geo.B * geo.Hv * sg.groups;
 }
 
-// How save_scan and bwd_scan share the GPU (bwd_scan reads neither h_n nor v_new). Side by side on
-// two streams when both fit in one wave at one CTA per SM: scan_grid's grid if twice its CTAs fit,
-// else its 128-column form (half the CTAs, each twice the columns) if that does (397B: 64 + 64
-// CTAs). Else as one co-resident launch (launch_pair_scan) when both 128-column grids fit in one
-// wave at two CTAs per SM (35B: 128 + 128 CTAs on 132 SMs; run_bwd checks that the SM holds two).
-// Else in sequence. Split rows stay in sequence: both scans' segment passes write ws.seg_end and
-// ws.seg_move.
-struct PairPlan {
-  enum { sequence, side, coresident } how;
-  ScanGrid grid;
-};
-PairPlan pair_plan(const Geo& geo, ScanGrid sg, int sms) {
-  const ScanGrid wide{128, sg.groups, false};
-  if (sg.split)
-    return {PairPlan::sequence, sg};
+// The grid save_scan and bwd_scan share when they run side by side, or {0, 0} when they do not
+// fit in one wave together (one CTA per SM each): scan_grid's if twice its CTAs fit, else its
+// 128-column form (half the CTAs, each twice the columns) if that does. At the 397B shape the
+// pair at 128 columns (64 + 64 CTAs) replaces two 128-CTA launches one after the other; at 35B
+// (128 CTAs each already) they stay in sequence.
+ScanGrid pair_grid(const Geo& geo, ScanGrid sg, int sms) {
+  if (sg.split) // both scans' segment passes write ws.seg_end and ws.seg_move
+    return {0, 0, false};
   if (2 * scan_ctas(geo, sg) <= sms)
-    return {PairPlan::side, sg};
-  if (2 * scan_ctas(geo, wide) <= sms)
-    return {PairPlan::side, wide};
-  if (scan_ctas(geo, wide) <= sms)
-    return {PairPlan::coresident, wide};
-  return {PairPlan::sequence, sg};
+    return sg;
+  const ScanGrid wide{128, sg.groups, false};
+  return 2 * scan_ctas(geo, wide) <= sms ? wide : ScanGrid{0, 0, false};
 }
 
 // A second stream per device for save_scan beside bwd_scan, with the events that fork it from the
@@ -202,26 +192,10 @@ public:
                                a.d_initial_state, st);
       };
     };
-    const ScanGrid sg = scan_grid(geo, sms);
-    PairPlan plan = pair_plan(geo, sg, sms);
-    if (plan.how == PairPlan::coresident) {
-      int ctas = 0;
-      if (e = pair_scan_ctas_per_sm(&ctas); !e.empty())
-        return e;
-      if (ctas < 2)
-        plan = {PairPlan::sequence, sg};
-    }
+    const ScanGrid sg = scan_grid(geo, sms), pg = pair_grid(geo, sg, sms);
     bool paired = false;
-    if (plan.how == PairPlan::coresident) {
-      if (e = launch_pair_scan(geo, plan.grid, ws, a.initial_state, ref<const bf16>(a.d_o),
-                               a.d_final_state, a.d_initial_state, stream);
-          !e.empty())
-        return e;
-      paired = true;
-    } else if (plan.how == PairPlan::side &&
-               !(e = side_.pair(stream, bwd(plan.grid), save(plan.grid), &paired)).empty()) {
+    if (pg.bv && !(e = side_.pair(stream, bwd(pg), save(pg), &paired)).empty())
       return e;
-    }
     if (!paired) {
       if (e = save(sg)(stream); !e.empty())
         return e;

@@ -323,11 +323,6 @@ std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, c
                              bool states_saved, cudaStream_t st);
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
                             const float* dht, float* dh0, cudaStream_t st);
-// save_scan and bwd_scan as one launch at 128 value columns whose CTAs take one role each, two
-// CTAs per SM (fused_scan.cu; not split rows); *ctas: how many of its CTAs one SM holds.
-std::string pair_scan_ctas_per_sm(int* ctas);
-std::string launch_pair_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st);
 // Split scans (fused_split.cu): each segment's end state and transition from its start (the
 // forward recurrence; bwd: the reverse one, from do and the final-state gradient), then the
 // combine into ws.seg_fwd_in (bwd: ws.seg_in), which the scans of launch_fwd_scan /

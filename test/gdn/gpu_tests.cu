@@ -522,8 +522,7 @@ int main(int argc, char** argv) {
     oracle_suite({{shape(1, 64, 1, 1), true, false}, {shape(1, 100, 1, 2), true, true}}, bes);
     // (1,70,4,100): 200 chunked scan CTAs, more than an H200's 132 SMs, so chunked's scans take
     // their one-stage path, and 100 value heads fill 3/4 of the SMs, so fused's scans take 128
-    // value columns per CTA, its backward scans as the co-resident pair (2 x 100 CTAs, two per
-    // SM); (1,130,1,4) takes fused's 64-column path.
+    // value columns per CTA; (1,130,1,4) takes fused's 64-column path.
     // (1,4100,1,1): 65 chunks, one value head: fused splits it into 4 segments.
     agreement_suite({{shape(1, 130, 1, 4), true, true},
                      {shape(1, 70, 4, 100), true, true},
@@ -558,13 +557,10 @@ int main(int argc, char** argv) {
                      {shape(1, 16384, 1, 2), true, true, 0.f}}, // no decay, 16K tokens, split
                     bes, "stability");
     determinism_suite(shape(2, 1000, 2, 4), bes);
-    determinism_suite(shape(1, 8200, 2, 4), bes);  // split
-    determinism_suite(shape(1, 130, 4, 100), bes); // fused: the co-resident backward scan pair
+    determinism_suite(shape(1, 8200, 2, 4), bes); // split
     varlen_suite({{1, 65, 3, 130, 64, 1, 7}, ragged(40, 300, 1)}, 2, 4, true, bes);
     varlen_suite({ragged(16, 2000, 2), {4096, 1, 4095}}, 4, 16, false, bes);
-    // Sequence groups, no split: the packed run's backward scans are the co-resident pair (2 x 128
-    // CTAs), each dense run's the side-by-side pair (2 x 64), which must agree bit for bit.
-    varlen_suite({ragged(16, 500, 7)}, 16, 64, false, bes);
+    varlen_suite({ragged(16, 500, 7)}, 16, 64, false, bes); // sequence groups, no split
     // Split packed rows: one sequence alone, a long one among short ones (first, in the middle).
     varlen_suite({{5000}, long_among_short(6000, 60, 100, 0, 5)}, 1, 2, true, bes);
     varlen_suite({long_among_short(12000, 200, 150, 90, 6), {4000, 4000, 4001}}, 4, 16, false, bes);
