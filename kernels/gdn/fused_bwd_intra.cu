@@ -70,6 +70,12 @@ __device__ __forceinline__ void load_tile(bf16* dst, int ld, const bf16* src, in
   }
 }
 
+// A bf16 pair as two floats, the first element in the low half: two integer instructions, where
+// __bfloat1622float2 takes three.
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t u) {
+  return {__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u)};
+}
+
 // part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
 // memory (row stride ld) read in the fragment's column pairs.
 template <bool kSet = false, int WM, int WN>
@@ -84,8 +90,8 @@ __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, P
       float s = 0.f;
 #pragma unroll
       for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
-        const float2 y = __bfloat1622float2(
-            *reinterpret_cast<const __nv_bfloat162*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
+        const float2 y = bf16x2_to_float2(
+            *reinterpret_cast<const uint32_t*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
         s += acc.c[i][j][2 * hi] * y.x;
         s += acc.c[i][j][2 * hi + 1] * y.y;
       }
@@ -110,8 +116,8 @@ __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, P
     for (int i = 0; i < Acc<WM, WN>::MI; ++i)
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
-            t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
+        const float2 y = bf16x2_to_float2(
+            *reinterpret_cast<const uint32_t*>(t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
         s0 += acc.c[i][j][2 * hi] * y.x;
         s1 += acc.c[i][j][2 * hi + 1] * y.y;
       }
@@ -311,21 +317,21 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     }
     { // <S0, dSL> for dG_last, in 16-byte pieces
       static_assert(kD * kD / 8 % kIntraThreads == 0);
-      float s = 0.f;
+      float s0 = 0.f, s1 = 0.f; // two chains: the even and the odd columns
 #pragma unroll
       for (int it = 0; it < kD * kD / 8 / kIntraThreads; ++it) {
         const int e = tid + it * kIntraThreads, i = e / (kD / 8), j = 8 * (e % (kD / 8));
         const uint4 a4 = *reinterpret_cast<const uint4*>(sm.s0 + i * kLdD + j);
         const uint4 d4 = *reinterpret_cast<const uint4*>(sm.dsl + i * kLdD + j);
-        const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a4);
-        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&d4);
+        const uint32_t aw[4] = {a4.x, a4.y, a4.z, a4.w}, dw[4] = {d4.x, d4.y, d4.z, d4.w};
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
-          const float2 a = __bfloat1622float2(a2[p]), d = __bfloat1622float2(d2[p]);
-          s += a.x * d.x + a.y * d.y;
+          const float2 a = bf16x2_to_float2(aw[p]), d = bf16x2_to_float2(dw[p]);
+          s0 = fmaf(a.x, d.x, s0);
+          s1 = fmaf(a.y, d.y, s1);
         }
       }
-      s = warp_sum(s);
+      const float s = warp_sum(s0 + s1);
       if ((tid & 31) == 0)
         sm.s0dsl[warp] = s;
     }
@@ -409,8 +415,20 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         x0 = d0 * sm.qkkk[j * kLdF + i];
         x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
       });
-      add_row_sums<true>(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
-      add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
+      // the row sums into dbeta and, times beta_i, into dG: one reduction for both
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int row = m0 + (tid & 31) / 4 + 8 * hi;
+        float s = 0.f;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          s += dl.c[0][j][2 * hi] + dl.c[0][j][2 * hi + 1];
+        s = quad_sum(s);
+        if (tid % 4 == 0) {
+          sm.dB[rs][row] = s;
+          sm.dG[rs][row] += beta[row] * s;
+        }
+      }
       add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
@@ -498,7 +516,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       dx.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r;
         const float2 y =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xn + i * kLdD + n0 + c));
+            bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(xn + i * kLdD + n0 + c));
         const float d = sum_parts(dot, i), rs = rstd[i];
         x0 = rs * (x0 - y.x * d);
         x1 = rs * (x1 - y.y * d);
