@@ -37,10 +37,44 @@ using chunked::store_acc_bf16;
 using chunked::sum_parts;
 
 constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
-// The slots of a Parts: warp w's row sums go to slot w / 4 (its column band), its column sums to
-// slot 4 + w % 4 (its row band), so no two warps update one slot's entry in the same pass.
+constexpr float kLog2e = 1.4426950408889634f;
+// The slots of a Parts: a warp's row sums go to slot nb (its column band), its column sums to
+// slot 4 + mb (its row band), so no two warps update one slot's entry in the same pass.
 constexpr int kSlots = 8;
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
+
+// 2^x on the special-function unit with denormal results flushed to zero: the in-chunk decays
+// exp(G_i - G_j) as 2^(G2_i - G2_j), G2 = G log2(e), without __expf's scaling and its range fix
+// for denormal results (four instructions more per element, and a branch per masked element).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// load_tile_async for this kernel's block: the trip count fixed at compile time (kIntraThreads
+// threads, the tile a whole number of passes) and each thread's row and column found once, so a
+// 16-byte copy costs a few instructions instead of a generic loop's 64-bit index math. Rows at or
+// past valid_rows become zeros.
+template <int ROWS, int COLS>
+__device__ __forceinline__ void load_tile(bf16* dst, int ld, const bf16* src, int64_t stride,
+                                          int valid_rows = ROWS) {
+  constexpr int kVec = COLS / 8, kPass = kIntraThreads / kVec; // rows per pass
+  static_assert(kIntraThreads % kVec == 0 && ROWS % kPass == 0);
+  const int r0 = threadIdx.x / kVec, c = threadIdx.x % kVec * 8;
+#pragma unroll
+  for (int p = 0; p < ROWS / kPass; ++p) {
+    const int r = r0 + p * kPass;
+    const bool ok = valid_rows >= ROWS || r < valid_rows;
+    cp_async16(dst + r * ld + c, src + (ok ? r : 0) * stride + c, ok);
+  }
+}
+
+// A bf16 pair as two floats, the first element in the low half: two integer instructions, where
+// __bfloat1622float2 takes three.
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t u) {
+  return {__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u)};
+}
 
 // part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
 // memory (row stride ld) read in the fragment's column pairs.
@@ -56,8 +90,8 @@ __device__ __forceinline__ void add_row_dots(Acc<WM, WN>& acc, int m0, int n0, P
       float s = 0.f;
 #pragma unroll
       for (int j = 0; j < Acc<WM, WN>::NJ; ++j) {
-        const float2 y = __bfloat1622float2(
-            *reinterpret_cast<const __nv_bfloat162*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
+        const float2 y = bf16x2_to_float2(
+            *reinterpret_cast<const uint32_t*>(t + row * ld + n0 + 8 * j + 2 * (lane % 4)));
         s += acc.c[i][j][2 * hi] * y.x;
         s += acc.c[i][j][2 * hi + 1] * y.y;
       }
@@ -82,8 +116,8 @@ __device__ __forceinline__ void add_col_dots(Acc<WM, WN>& acc, int m0, int n0, P
     for (int i = 0; i < Acc<WM, WN>::MI; ++i)
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
-            t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
+        const float2 y = bf16x2_to_float2(
+            *reinterpret_cast<const uint32_t*>(t + (m0 + 16 * i + lane / 4 + 8 * hi) * ld + col));
         s0 += acc.c[i][j][2 * hi] * y.x;
         s1 += acc.c[i][j][2 * hi + 1] * y.y;
       }
@@ -126,7 +160,7 @@ struct IntraSmem {
   } r;
   float qkkk[kC * kLdF]; // raw Q K^T on and below the diagonal, K K^T above it
   float sums[kC * kLdF]; // sum over the heads: dQK on and below the diagonal, dP^T above it
-  float G[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity
+  float G2[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity; G2 = G log2(e)
   float rq[kC], rk[kC];
   // partial sums, per slot (see kSlots) or per warp: dG, dbeta, the two row dots with k (cl, cw),
   // <S0, dSL>. Each entry has one warp, fixed across heads, that updates it, and each head's first
@@ -147,18 +181,24 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   if (ch.len == 0) // an unused varlen slot: no tokens, no gradients
     return;
   const int t0 = ch.t0, L = ch.len, tid = threadIdx.x, warp = tid / 32;
-  // warp tile: rows m0 .. m0 + 15, columns n0 .. n0 + 31 of a 64 x 128 tile, nn .. nn + 15 of a
-  // 64 x 64 one; rs, cs: its Parts slots of row and column sums
-  const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4), nn = 16 * (warp / 4);
-  const int rs = warp / 4, cs = 4 + warp % 4;
+  // warp tile: row band mb, column band nb: rows m0 .. m0 + 15, columns n0 .. n0 + 31 of a
+  // 64 x 128 tile, nn .. nn + 15 of a 64 x 64 one; rs, cs: its Parts slots of row and column sums.
+  // Warp w issues from SM sub-partition w % 4, so each sub-partition gets one warp of every row
+  // band (the A^T products shrink with the band) and 2 or 3 of the 10 tiles on or below the
+  // diagonal of the 64 x 64 products (the masked products and their epilogues): the column band is
+  // w % 4 shifted by the row band's Gray code (0, 1, 3, 2). Row band = w % 4 put all four tiles
+  // of row band 3 on one sub-partition and one tile of row band 0 on another.
+  const int mb = warp / 4, nb = (warp % 4 - (mb ^ mb >> 1)) & 3;
+  const int m0 = 16 * mb, n0 = 32 * nb, nn = 16 * nb;
+  const int rs = nb, cs = 4 + mb;
   // the 64 x 64 tile is above the diagonal: zero in the masked products (dQK, dA, dL) and in A,
   // so those warps skip them and the sums they would feed
   const bool upper = nn > m0;
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
 
   const size_t krow0 = (size_t(blockIdx.y) * geo.NT + n) * kC;
-  load_tile_async<kC, kD, kIntraThreads>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
-  load_tile_async<kC, kD, kIntraThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
+  load_tile<kC, kD>(sm.q, kLdD, ws.qn + krow0 * kD, kD);
+  load_tile<kC, kD>(sm.k, kLdD, ws.kn + krow0 * kD, kD);
   cp_async_commit();
   if (tid < kC) {
     sm.rq[tid] = ws.rq[krow0 + tid];
@@ -170,27 +210,17 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     return (size_t(b * geo.Hv + hk * geo.group + rr) * geo.NT + n) * kD * kD;
   };
   auto issue_do = [&](int rr) {
-    load_tile_async<kC, kD, kIntraThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st,
-                                           L);
+    load_tile<kC, kD>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
   };
   auto issue_v = [&](int rr) {
-    load_tile_async<kC, kD, kIntraThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr),
-                                           in.v.st, L);
+    load_tile<kC, kD>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr), in.v.st, L);
   };
-  auto issue_nu = [&](int rr) {
-    load_tile_async<kC, kD, kIntraThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD, kC);
-  };
-  auto issue_dnu = [&](int rr) {
-    load_tile_async<kC, kD, kIntraThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD, kC);
-  };
-  auto issue_s0 = [&](int rr) {
-    load_tile_async<kD, kD, kIntraThreads>(sm.s0, kLdD, ws.h + st_of(rr), kD, kD);
-  };
-  auto issue_dsl = [&](int rr) {
-    load_tile_async<kD, kD, kIntraThreads>(sm.dsl, kLdD, ws.dh + st_of(rr), kD, kD);
-  };
+  auto issue_nu = [&](int rr) { load_tile<kC, kD>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD); };
+  auto issue_dnu = [&](int rr) { load_tile<kC, kD>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD); };
+  auto issue_s0 = [&](int rr) { load_tile<kD, kD>(sm.s0, kLdD, ws.h + st_of(rr), kD); };
+  auto issue_dsl = [&](int rr) { load_tile<kD, kD>(sm.dsl, kLdD, ws.dh + st_of(rr), kD); };
   auto issue_a = [&](int rr) {
-    load_tile_async<kC, kC, kIntraThreads>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC, kC);
+    load_tile<kC, kC>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC);
   };
   float nG = 0.f, nGl = 0.f, nbeta = 0.f; // the next head's G, Gl, beta of row tid, in flight
   auto load_scalars = [&](int rr) {
@@ -238,10 +268,10 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     const bool next = rr + 1 < geo.group;
     const bf16* const A = sm.ab[rr & 1];
     bf16* const dA = sm.ab[(rr + 1) & 1];
-    float *const G = sm.G[rr & 1], *const gam = sm.gam[rr & 1], *const el = sm.el[rr & 1],
+    float *const G2 = sm.G2[rr & 1], *const gam = sm.gam[rr & 1], *const el = sm.el[rr & 1],
                  *const beta = sm.beta[rr & 1];
     if (tid < kC) {
-      G[tid] = nG;
+      G2[tid] = nG * kLog2e;
       gam[tid] = __expf(nG);
       el[tid] = __expf(nGl - nG);
       beta[tid] = nbeta;
@@ -269,12 +299,12 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
       a.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
-        const float gi = G[i];
-        const float2 gj = *reinterpret_cast<const float2*>(G + j);
+        const float gi = G2[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G2 + j);
         const float2 qk = *reinterpret_cast<const float2*>(sm.qkkk + i * kLdF + j);
         float2& sum = *reinterpret_cast<float2*>(sm.sums + i * kLdF + j);
-        const float d0 = i >= j ? geo.scale * x0 * __expf(gi - gj.x) : 0.f;
-        const float d1 = i >= j + 1 ? geo.scale * x1 * __expf(gi - gj.y) : 0.f;
+        const float d0 = i >= j ? geo.scale * x0 * exp2_ftz(gi - gj.x) : 0.f;
+        const float d1 = i >= j + 1 ? geo.scale * x1 * exp2_ftz(gi - gj.y) : 0.f;
         float2 t = sum;
         t.x += d0;
         t.y += d1;
@@ -287,21 +317,21 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     }
     { // <S0, dSL> for dG_last, in 16-byte pieces
       static_assert(kD * kD / 8 % kIntraThreads == 0);
-      float s = 0.f;
+      float s0 = 0.f, s1 = 0.f; // two chains: the even and the odd columns
 #pragma unroll
       for (int it = 0; it < kD * kD / 8 / kIntraThreads; ++it) {
         const int e = tid + it * kIntraThreads, i = e / (kD / 8), j = 8 * (e % (kD / 8));
         const uint4 a4 = *reinterpret_cast<const uint4*>(sm.s0 + i * kLdD + j);
         const uint4 d4 = *reinterpret_cast<const uint4*>(sm.dsl + i * kLdD + j);
-        const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a4);
-        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&d4);
+        const uint32_t aw[4] = {a4.x, a4.y, a4.z, a4.w}, dw[4] = {d4.x, d4.y, d4.z, d4.w};
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
-          const float2 a = __bfloat1622float2(a2[p]), d = __bfloat1622float2(d2[p]);
-          s += a.x * d.x + a.y * d.y;
+          const float2 a = bf16x2_to_float2(aw[p]), d = bf16x2_to_float2(dw[p]);
+          s0 = fmaf(a.x, d.x, s0);
+          s1 = fmaf(a.y, d.y, s1);
         }
       }
-      s = warp_sum(s);
+      const float s = warp_sum(s0 + s1);
       if ((tid & 31) == 0)
         sm.s0dsl[warp] = s;
     }
@@ -339,9 +369,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       add_col_dots<true>(a1, m0, nn, sm.dB, cs, A, kLdC);
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = m0 + r, j = nn + c;
-        const float da = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
-        dA[i * kLdC + j] = __float2bfloat16(da);
+        x1 = i >= j ? beta[j] * (x1 + gam[j] * x2) : 0.f;
       });
+      store_acc_bf16(a1, dA + m0 * kLdC + nn, kLdC); // in bf16 pairs
     }
     // dk += beta Gm .* (A^T dw); the row dots with k go to cw
     X.zero();
@@ -374,25 +404,39 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       warp_mma_k<Lay::KM, Lay::KN>(dl, A, kLdC, sm.r.t2, kLdC, m0, nn, m0, kC);
       dl.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r, j = nn + c;
-        const float gi = G[i], bi = beta[i];
-        const float2 gj = *reinterpret_cast<const float2*>(G + j);
-        const float d0 = i > j ? -x0 * __expf(gi - gj.x) : 0.f;
-        const float d1 = i > j + 1 ? -x1 * __expf(gi - gj.y) : 0.f;
-        if (i > j)
-          sm.sums[j * kLdF + i] += d0 * bi;
-        if (i > j + 1)
-          sm.sums[(j + 1) * kLdF + i] += d1 * bi;
+        const float gi = G2[i], bi = beta[i];
+        const float2 gj = *reinterpret_cast<const float2*>(G2 + j);
+        const float d0 = i > j ? -x0 * exp2_ftz(gi - gj.x) : 0.f;
+        const float d1 = i > j + 1 ? -x1 * exp2_ftz(gi - gj.y) : 0.f;
+        // unconditional (d0, d1 are zero on and above the diagonal, whose entries here are this
+        // warp's own dQK ones), so no branch per element
+        sm.sums[j * kLdF + i] += d0 * bi;
+        sm.sums[(j + 1) * kLdF + i] += d1 * bi;
         x0 = d0 * sm.qkkk[j * kLdF + i];
         x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
       });
-      add_row_sums<true>(dl, m0, nn, sm.dB, rs, [](int, int, float x) { return x; });
-      add_row_sums(dl, m0, nn, sm.dG, rs, [&](int i, int, float x) { return x * beta[i]; });
+      // the row sums into dbeta and, times beta_i, into dG: one reduction for both
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int row = m0 + (tid & 31) / 4 + 8 * hi;
+        float s = 0.f;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          s += dl.c[0][j][2 * hi] + dl.c[0][j][2 * hi + 1];
+        s = quad_sum(s);
+        if (tid % 4 == 0) {
+          sm.dB[rs][row] = s;
+          sm.dG[rs][row] += beta[row] * s;
+        }
+      }
       add_col_sums(dl, m0, nn, sm.dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
     }
     __syncthreads();
 
-    if (warp == 0) { // assemble dG, reverse cumsum -> dg
-      const int lane = tid;
+    // the head's tail by warps 2 and 3: off the diagonal, on the sub-partitions with 2 diagonal
+    // tiles
+    if (warp == 2) { // assemble dG, reverse cumsum -> dg
+      const int lane = tid & 31;
       float d[2], cl_sum = 0.f;
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
@@ -422,10 +466,10 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       for (int e = 0; e < 2; ++e)
         if (2 * lane + e < L)
           *dg_out.at(b, t0 + 2 * lane + e, h) = dg[e];
-    } else if (warp == 1) { // dbeta
+    } else if (warp == 3) { // dbeta
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int i = 2 * (tid - 32) + e;
+        const int i = 2 * (tid & 31) + e;
         if (i < L)
           *db_out.at(b, t0 + i, h) =
               __float2bfloat16(sum_parts(sm.dB, i) + gam[i] * sum_parts(sm.cw, i));
@@ -434,11 +478,28 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   }
 
   // dq += dQKs k, dk += dQKs^T q + Psym k with dQKs = sum dQK and Psym = sum (dP + dP^T)
-  for (int e = tid; e < kC * kC; e += kIntraThreads) {
-    const int i = e / kC, j = e % kC;
-    const float c = sm.sums[i * kLdF + j];
-    sm.ab[0][i * kLdC + j] = __float2bfloat16(i >= j ? c : 0.f);
-    sm.ab[1][i * kLdC + j] = __float2bfloat16(i < j ? c : i > j ? sm.sums[j * kLdF + i] : 0.f);
+  { // thread: row i, columns j0 .. j0 + 7, in 16-byte pieces (a warp's 32 rows: no bank conflicts)
+    static_assert(kC * kC / 8 == kIntraThreads);
+    const int i = tid % kC, j0 = 8 * (tid / kC);
+    float c[8];
+    *reinterpret_cast<float4*>(c) = *reinterpret_cast<const float4*>(sm.sums + i * kLdF + j0);
+    *reinterpret_cast<float4*>(c + 4) =
+        *reinterpret_cast<const float4*>(sm.sums + i * kLdF + j0 + 4);
+    __nv_bfloat162 lo[4], up[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      float l[2], u[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int j = j0 + 2 * p + e;
+        l[e] = i >= j ? c[2 * p + e] : 0.f;
+        u[e] = i < j ? c[2 * p + e] : i > j ? sm.sums[j * kLdF + i] : 0.f;
+      }
+      lo[p] = __floats2bfloat162_rn(l[0], l[1]);
+      up[p] = __floats2bfloat162_rn(u[0], u[1]);
+    }
+    *reinterpret_cast<uint4*>(sm.ab[0] + i * kLdC + j0) = *reinterpret_cast<const uint4*>(lo);
+    *reinterpret_cast<uint4*>(sm.ab[1] + i * kLdC + j0) = *reinterpret_cast<const uint4*>(up);
   }
   if (tid < kC)
     for (int w = 0; w < kSlots; ++w)
@@ -455,7 +516,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       dx.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = m0 + r;
         const float2 y =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xn + i * kLdD + n0 + c));
+            bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(xn + i * kLdD + n0 + c));
         const float d = sum_parts(dot, i), rs = rstd[i];
         x0 = rs * (x0 - y.x * d);
         x1 = rs * (x1 - y.y * d);
