@@ -330,6 +330,7 @@ struct Result {
   std::string reason, runs, pinned;
   std::vector<std::pair<std::string, std::string>> versions;
   size_t kernels = 0; // CUDA kernels of one training step (a peer's, from torch.profiler)
+  std::vector<peers::KernelTime> kernel_times; // the same, timed (longest first)
   std::vector<ModeResult> modes;
   double saved_bytes = -1, peak_bytes = -1, first_call_s = -1;
   double worst_rel_l2 = -1;
@@ -721,6 +722,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         res.pinned = row->pinned;
         res.versions = row->versions;
         res.kernels = row->kernels.size();
+        res.kernel_times = row->kernel_times;
         res.saved_bytes = row->saved_bytes;
         res.peak_bytes = row->peak_bytes;
         res.first_call_s = row->first_call_s;
@@ -886,6 +888,30 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     }
   }
 
+  // Where a peer's training step goes, for comparing kernel by kernel with ours (docs/gdn-bench.md
+  // has ours per kernel from ncu).
+  bool kernel_header = false;
+  for (const Result& r : results) {
+    if (!r.peer || r.status != "ok" || r.kernel_times.empty())
+      continue;
+    if (!kernel_header)
+      out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
+             "and launches per step, averaged over a few eager steps)\n";
+    kernel_header = true;
+    double total = 0;
+    for (const peers::KernelTime& k : r.kernel_times)
+      total += k.us;
+    const NamedShape& ns = cfg.shapes[r.shape];
+    out << r.backend << " @ " << ns.name << " (" << shape_text(ns.shape)
+        << "): " << r.kernel_times.size() << " kernels, " << ms_text(total / 1e3)
+        << " ms of GPU time\n";
+    for (const peers::KernelTime& k : r.kernel_times) {
+      std::snprintf(line, sizeof line, "  %9.1f us %5.1f%% %5.1f x  ", k.us,
+                    total > 0 ? 100 * k.us / total : 0.0, k.calls);
+      out << line << one_line(k.name).substr(0, 100) << "\n";
+    }
+  }
+
   // The recommendation: the fastest training step that passed its check, and the fastest of the
   // backends a recipe can select (ours cannot be selected by Megatron-Core).
   struct Recommendation {
@@ -975,8 +1001,12 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
         << ", \"max_rel_l2\": " << r.worst_rel_l2
         << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
-        << ", \"kernels\": " << r.kernels << ", \"first_call_s\": " << r.first_call_s
-        << ", \"times\": {";
+        << ", \"kernels\": " << r.kernels << ", \"kernel_times\": [";
+      for (size_t k = 0; k < r.kernel_times.size(); ++k)
+        j << (k ? ", " : "") << "{\"name\": " << peers::json_string(r.kernel_times[k].name)
+          << ", \"calls\": " << r.kernel_times[k].calls << ", \"us\": " << r.kernel_times[k].us
+          << "}";
+      j << "], \"first_call_s\": " << r.first_call_s << ", \"times\": {";
       for (size_t m = 0; m < r.modes.size(); ++m) {
         const ModeResult& mr = r.modes[m];
         j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";

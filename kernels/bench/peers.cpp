@@ -358,6 +358,10 @@ std::string parse_results(const std::string& json, std::vector<Row>& out) {
     if (const Value* k = r.get("kernels"); k && k->kind == Value::array)
       for (const Value& name : k->items)
         row.kernels.push_back(text(&name));
+    if (const Value* k = r.get("kernel_times"); k && k->kind == Value::array)
+      for (const Value& t : k->items)
+        row.kernel_times.push_back(
+            {text(t.get("name")), number(t.get("calls"), 0), number(t.get("us"), 0)});
     if (const Value* p = r.get("pinned")) {
       row.pinned = text(p->get("text"));
       const Value* ok = p->get("verified");

@@ -45,12 +45,19 @@ struct ModeTimes {
   std::string graph_error; // why no graph replay was timed
 };
 
+// One kernel's share of a peer's training step (torch.profiler, averaged over a few steps).
+struct KernelTime {
+  std::string name;
+  double calls = 0, us = 0; // launches and GPU microseconds per step
+};
+
 // One row of peers.json: one backend at one shape.
 struct Row {
   std::string backend, status, reason, runs; // status: ok, unavailable, error
   ShapeInfo shape;
   std::vector<std::pair<std::string, std::string>> versions; // distribution, version
   std::vector<std::string> kernels;                          // CUDA kernels of one fwd+bwd
+  std::vector<KernelTime> kernel_times;                      // the same, timed; longest first
   std::string pinned; // for fla: how the run shows it ran FLA's Triton kernels
   bool pinned_verified = false;
   std::string outputs; // manifest of the outputs and gradients

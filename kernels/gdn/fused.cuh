@@ -302,6 +302,25 @@ __device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16
   }
 }
 
+// The backward scans' Q operand: the chunk's q rows (row stride kLdD, in shared memory) times
+// scale exp(G_i), in place, by the CTA's THREADS threads, 8 columns at a time.
+template <int THREADS>
+__device__ __forceinline__ void scale_q_rows(bf16* q, const float* G, float scale) {
+  for (int e = threadIdx.x; e < kC * kD / 8; e += THREADS) {
+    const int i = e / (kD / 8), c = (e % (kD / 8)) * 8;
+    const float f = scale * __expf(G[i]);
+    uint4* p = reinterpret_cast<uint4*>(q + i * kLdD + c);
+    uint4 x = *p;
+    __nv_bfloat162* y = reinterpret_cast<__nv_bfloat162*>(&x);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 t = __bfloat1622float2(y[j]);
+      y[j] = __floats2bfloat162_rn(t.x * f, t.y * f);
+    }
+    *p = x;
+  }
+}
+
 // The scans' grid: value columns per CTA (see the header comment) and gridDim.z: when split, the
 // segments (split_segments), else, when varlen, sequence groups per value head.
 struct ScanGrid {

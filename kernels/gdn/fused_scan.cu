@@ -356,19 +356,7 @@ __global__ void __launch_bounds__(32 * W, 1)
     store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
     if (tid < kC)
       sm.el[tid] = __expf(Gl - s.G[tid]);
-    for (int e = tid; e < kC * kD / 8; e += kT) { // Q rows *= scale exp(G)
-      const int i = e / (kD / 8), c = (e % (kD / 8)) * 8;
-      const float f = geo.scale * __expf(s.G[i]);
-      uint4* p = reinterpret_cast<uint4*>(s.q + i * kLdD + c);
-      uint4 x = *p;
-      __nv_bfloat162* y = reinterpret_cast<__nv_bfloat162*>(&x);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 t = __bfloat1622float2(y[j]);
-        y[j] = __floats2bfloat162_rn(t.x * f, t.y * f);
-      }
-      *p = x;
-    }
+    scale_q_rows<kT>(s.q, s.G, geo.scale);
     __syncthreads();
     store_tile<kD, BV, kT>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
 

@@ -215,19 +215,7 @@ __global__ void __launch_bounds__(kT, 1)
     const float Gl = sm.G[kC - 1];
     if (tid < kC)
       sm.el[tid] = __expf(Gl - sm.G[tid]);
-    for (int e = tid; e < kC * kD / 8; e += kT) { // Q rows *= scale exp(G), as bwd_scan
-      const int i = e / (kD / 8), col = (e % (kD / 8)) * 8;
-      const float f = geo.scale * __expf(sm.G[i]);
-      uint4* p = reinterpret_cast<uint4*>(sm.q + i * kLdD + col);
-      uint4 x = *p;
-      __nv_bfloat162* y = reinterpret_cast<__nv_bfloat162*>(&x);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 t = __bfloat1622float2(y[j]);
-        y[j] = __floats2bfloat162_rn(t.x * f, t.y * f);
-      }
-      *p = x;
-    }
+    scale_q_rows<kT>(sm.q, sm.G, geo.scale); // as bwd_scan
     __syncthreads();
     {
       Acc<32, 32> V; // dv_new = El .* (K X) (+ Ms^T do in dE's columns)

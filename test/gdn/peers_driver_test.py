@@ -122,6 +122,10 @@ def validate_peers(doc, where, op="gdn"):
             check(isinstance(r.get("reason"), str) and r["reason"], f"{w}: reason")
         else:
             check(isinstance(r.get("outputs"), str), f"{w}: outputs")
+            kt = r.get("kernel_times", [])
+            check(isinstance(kt, list) and all(
+                isinstance(k.get("name"), str) and isinstance(k.get("calls"), (int, float)) and
+                isinstance(k.get("us"), (int, float)) for k in kt), f"{w}: kernel_times")
             for mode, t in r.get("times", {}).items():
                 for method in ("graph", "eager"):
                     x = t.get(method)
@@ -388,6 +392,19 @@ def main():
     del FAILURES[before:]
     if not negative:
         FAILURES.append("the schema check accepts a malformed document")
+    # ... and an ok row whose per-kernel times are not {name, calls, us} numbers.
+    ok_row = {"backend": "flash_qla", "status": "ok", "versions": {}, "outputs": "o.json",
+              "shape": {"name": "custom", "B": 1, "T": 2, "Hk": 1, "Hv": 2, "D": 4},
+              "kernel_times": [{"name": "k", "calls": 1, "us": "fast"}]}
+    before = len(FAILURES)
+    QUIET[0] = True
+    validate_peers({"schema": "qwen-recipe gdn-peers 1", "op": "gdn", "modes": ["fwd"],
+                    "warmup": 1, "iters": 1, "env": {}, "rows": [ok_row]}, "negative")
+    QUIET[0] = False
+    negative = FAILURES[before:]
+    del FAILURES[before:]
+    if negative != ["negative: rows[0]: kernel_times"]:  # that check alone fails
+        FAILURES.append(f"the schema check of kernel_times: {negative}")
     # A GDN document is not a conv one: its backends are not the conv's.
     before = len(FAILURES)
     QUIET[0] = True

@@ -22,6 +22,8 @@ const char* kResults = R"json({
    "runs": "FLA Triton: FLA_FLASH_QLA=0", "first_call_s": 91.5, "outputs": "/tmp/x/fla-shape1.json",
    "memory": {"saved_bytes": 81300000, "peak_bytes": 511000000},
    "kernels": ["chunk_fwd_kernel_o", "l2norm_fwd_kernel"],
+   "kernel_times": [{"name": "chunk_fwd_kernel_o", "calls": 1.0, "us": 210.5},
+                    {"name": "l2norm_fwd_kernel", "calls": 2, "us": 12.25}],
    "pinned": {"verified": true, "fla_triton_kernels": ["chunk_fwd_kernel_o"], "text": "1 FLA Triton kernels ran"},
    "times": {"fwd": {"eager": {"median": 0.8, "min": 0.79, "max": 0.9, "n": 20},
                      "graph": {"median": 0.467, "min": 0.46, "max": 0.47, "n": 20}},
@@ -64,6 +66,11 @@ TEST_CASE("peers.json: rows with status, reasons, versions, times, memory", "[gd
   CHECK(fla.pinned_verified);
   CHECK(fla.pinned == "1 FLA Triton kernels ran");
   CHECK(fla.kernels.size() == 2);
+  REQUIRE(fla.kernel_times.size() == 2);
+  CHECK(fla.kernel_times[0].name == "chunk_fwd_kernel_o");
+  CHECK(fla.kernel_times[0].us == Approx(210.5));
+  CHECK(fla.kernel_times[1].calls == Approx(2));
+  CHECK(rows[1].kernel_times.empty());
   CHECK(fla.saved_bytes == Approx(81.3e6));
   CHECK(fla.peak_bytes == Approx(511e6));
   CHECK(fla.first_call_s == Approx(91.5));

@@ -83,6 +83,7 @@ VERSIONS = {
     },
 }
 BLOCKED_FOR_FLA = ("tilelang", "flash_qla")
+KERNEL_PROFILE_STEPS = 5  # training steps torch.profiler averages the per-kernel times over
 # The tensors of each op's inputs.json (conv: "bias" too when the manifest says bias: true).
 INPUT_TENSORS = {
     "gdn": ("q", "k", "v", "g", "beta", "do"),
@@ -382,10 +383,10 @@ def worker(args):
         if os.path.exists(stem + ".json"):
             entry["outputs"] = stem + ".json"
         entry["memory"] = attempt("memory", p.memory)
-        entry["kernels"] = attempt("kernels", p.kernels) or []
-        if own is not None and entry["kernels"]:  # conv: the peer's kernels' share of a step
+        entry["kernels"], entry["kernel_times"] = attempt("kernels", p.kernels) or ([], [])
+        if own is not None and entry["kernel_times"]:  # conv: the peer's kernels' share of a step
             entry["own_kernels_ms"] = round(sum(
-                t for k, t in p.kernel_ms.items() if own(k)), 4)
+                t["us"] for t in entry["kernel_times"] if own(t["name"])) / 1e3, 4)
         if args.backend == "fla":
             entry["pinned"] = attempt("kernel check", lambda: (
                 fla_conv_pinned(entry["kernels"]) if args.op == "conv" else
@@ -513,16 +514,19 @@ class Problem:
         self.clear()
         return {"saved_bytes": int(saved), "peak_bytes": int(peak)}
 
-    def kernels(self):
+    def kernels(self, steps=KERNEL_PROFILE_STEPS):
+        """The GPU work of a training step, from torch.profiler over `steps` steps: the kernel
+        names, and per name the launches and GPU microseconds per step, longest first."""
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            self.fwdbwd()
+            for _ in range(steps):
+                self.fwdbwd()
             self.torch.cuda.synchronize()
         self.clear()
-        # GPU milliseconds per kernel name in that step (conv: the peer's own kernels' share).
-        self.kernel_ms = {e.key: e.device_time_total / 1e3 for e in prof.key_averages()
-                          if (getattr(e, "device_time_total", 0) or 0) > 0}
-        return sorted(self.kernel_ms)
+        ran = [e for e in prof.key_averages() if (getattr(e, "device_time_total", 0) or 0) > 0]
+        times = [{"name": e.key, "calls": e.count / steps, "us": e.device_time_total / steps}
+                 for e in ran]
+        return sorted(e.key for e in ran), sorted(times, key=lambda t: (-t["us"], t["name"]))
 
     def time(self, mode, warmup, iters):
         """{"graph": {median, min, max} | None, "graph_error", "eager": {...}} in milliseconds."""
@@ -774,8 +778,8 @@ def worker_rows(w, manifests, inputs):
             if e.get("step_errors"):
                 runs += "; failed steps: " + " | ".join(e["step_errors"])
             row.update(status="ok", runs=runs)
-            for key in ("first_call_s", "outputs", "memory", "kernels", "pinned", "times",
-                        "own_kernels_ms"):
+            for key in ("first_call_s", "outputs", "memory", "kernels", "kernel_times", "pinned",
+                        "times", "own_kernels_ms"):
                 if e.get(key) is not None:
                     row[key] = e[key]
         rows.append(row)
