@@ -394,6 +394,7 @@ struct Result {
   std::string reason, runs, pinned;
   std::vector<std::pair<std::string, std::string>> versions;
   std::vector<ModeResult> modes;
+  std::vector<peers::KernelTime> kernel_times; // a peer's training step per kernel
   double saved_bytes = -1, peak_bytes = -1, first_call_s = -1, own_kernels_ms = -1;
   double worst_rel_l2 = -1;
   std::string worst_output;
@@ -758,6 +759,7 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
         res.peak_bytes = row->peak_bytes;
         res.first_call_s = row->first_call_s;
         res.own_kernels_ms = row->own_kernels_ms;
+        res.kernel_times = row->kernel_times;
         if (b == "fla" && res.status == "ok" && !row->pinned_verified) {
           res.status = "error";
           res.reason = "could not verify that FLA ran its Triton causal_conv1d: " + row->pinned;
@@ -896,6 +898,18 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     out << line << one_line(note) << "\n";
   }
 
+  // Where a peer's training step goes: its conv kernels and the PyTorch rest of the op.
+  bool kernel_header = false;
+  for (const Result& r : results) {
+    if (!r.peer || r.status != "ok" || r.kernel_times.empty())
+      continue;
+    if (!kernel_header)
+      out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
+             "and launches per step, averaged over a few eager steps)\n";
+    kernel_header = true;
+    print_kernel_times(out, r.backend + " @ " + labels[r.shape], r.kernel_times);
+  }
+
   // The recommendation: the fastest training step that passed its check, and the fastest peer.
   struct Recommendation {
     size_t shape;
@@ -985,8 +999,9 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
       j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
         << ", \"max_rel_l2\": " << r.worst_rel_l2
         << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
-        << ", \"own_kernels_ms\": " << r.own_kernels_ms << ", \"first_call_s\": " << r.first_call_s
-        << ", \"times\": {";
+        << ", \"own_kernels_ms\": " << r.own_kernels_ms << ", \"kernel_times\": ";
+      json_kernel_times(j, r.kernel_times);
+      j << ", \"first_call_s\": " << r.first_call_s << ", \"times\": {";
       for (size_t m = 0; m < r.modes.size(); ++m) {
         const ModeResult& mr = r.modes[m];
         j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";

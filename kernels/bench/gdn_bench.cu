@@ -898,18 +898,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
              "and launches per step, averaged over a few eager steps)\n";
     kernel_header = true;
-    double total = 0;
-    for (const peers::KernelTime& k : r.kernel_times)
-      total += k.us;
     const NamedShape& ns = cfg.shapes[r.shape];
-    out << r.backend << " @ " << ns.name << " (" << shape_text(ns.shape)
-        << "): " << r.kernel_times.size() << " kernels, " << ms_text(total / 1e3)
-        << " ms of GPU time\n";
-    for (const peers::KernelTime& k : r.kernel_times) {
-      std::snprintf(line, sizeof line, "  %9.1f us %5.1f%% %5.1f x  ", k.us,
-                    total > 0 ? 100 * k.us / total : 0.0, k.calls);
-      out << line << one_line(k.name).substr(0, 100) << "\n";
-    }
+    print_kernel_times(out, r.backend + " @ " + ns.name + " (" + shape_text(ns.shape) + ")",
+                       r.kernel_times);
   }
 
   // The recommendation: the fastest training step that passed its check, and the fastest of the
@@ -1001,12 +992,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
         << ", \"max_rel_l2\": " << r.worst_rel_l2
         << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
-        << ", \"kernels\": " << r.kernels << ", \"kernel_times\": [";
-      for (size_t k = 0; k < r.kernel_times.size(); ++k)
-        j << (k ? ", " : "") << "{\"name\": " << peers::json_string(r.kernel_times[k].name)
-          << ", \"calls\": " << r.kernel_times[k].calls << ", \"us\": " << r.kernel_times[k].us
-          << "}";
-      j << "], \"first_call_s\": " << r.first_call_s << ", \"times\": {";
+        << ", \"kernels\": " << r.kernels << ", \"kernel_times\": ";
+      json_kernel_times(j, r.kernel_times);
+      j << ", \"first_call_s\": " << r.first_call_s << ", \"times\": {";
       for (size_t m = 0; m < r.modes.size(); ++m) {
         const ModeResult& mr = r.modes[m];
         j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";

@@ -97,4 +97,28 @@ inline std::string versions_text(const std::vector<std::pair<std::string, std::s
   return t.empty() ? "no versions found" : t;
 }
 
+// A peer's training step per kernel (peers::Row::kernel_times): GPU time, share and launches.
+inline void print_kernel_times(std::ostream& out, const std::string& title,
+                               const std::vector<peers::KernelTime>& times) {
+  double total = 0;
+  for (const peers::KernelTime& k : times)
+    total += k.us;
+  out << title << ": " << times.size() << " kernels, " << ms_text(total / 1e3)
+      << " ms of GPU time\n";
+  char line[64];
+  for (const peers::KernelTime& k : times) {
+    std::snprintf(line, sizeof line, "  %9.1f us %5.1f%% %5.1f x  ", k.us,
+                  total > 0 ? 100 * k.us / total : 0.0, k.calls);
+    out << line << one_line(k.name).substr(0, 100) << "\n";
+  }
+}
+
+inline void json_kernel_times(std::ostream& j, const std::vector<peers::KernelTime>& times) {
+  j << "[";
+  for (size_t k = 0; k < times.size(); ++k)
+    j << (k ? ", " : "") << "{\"name\": " << peers::json_string(times[k].name)
+      << ", \"calls\": " << times[k].calls << ", \"us\": " << times[k].us << "}";
+  j << "]";
+}
+
 } // namespace qr::gdn
