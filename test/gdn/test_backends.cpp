@@ -4,6 +4,7 @@
 #include "conv.h"
 #include "gdn.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -17,13 +18,17 @@ size_t rounded(size_t bytes) { // the workspace carver's 256-byte granules
 
 // The fused context by its documented layout, FLA's set: the stamp (12 ints) and, when varlen,
 // the chunk map (8 bytes per slot); per key head qn, kn (bf16) and their rstd (fp32); per value
-// head G (fp32) and A (bf16, 64 wide). Varlen has floor(T / 64) + N chunk slots.
+// head G (fp32) and A (bf16, 64 wide); when the rows split into Z = min(128 / (B Hv), NT / 16)
+// >= 4 segments, each segment's entering state (fp32, 128 x 128). Varlen has floor(T / 64) + N
+// chunk slots.
 size_t fused_context_bytes(const Shape& s) {
   const size_t nt = s.varlen() ? s.seq_len / 64 + s.sequences : (s.seq_len + 63) / 64;
   const size_t tp = nt * 64, d = 128;
   const size_t kh = size_t(s.batch) * s.key_heads, vh = size_t(s.batch) * s.value_heads;
+  const size_t z = std::min(128 / vh, nt / 16);
   return rounded(12 * 4) + (s.varlen() ? rounded(nt * 8) : 0) + 2 * rounded(kh * tp * d * 2) +
-         2 * rounded(kh * tp * 4) + rounded(vh * tp * 4) + rounded(vh * tp * 64 * 2);
+         2 * rounded(kh * tp * 4) + rounded(vh * tp * 4) + rounded(vh * tp * 64 * 2) +
+         (z >= 4 ? rounded(z * vh * d * d * 4) : 0);
 }
 
 std::unique_ptr<Backend> backend(const std::string& name) {
@@ -45,6 +50,10 @@ TEST_CASE("fused keeps the documented context; reference and chunked keep none",
   // save_for_backward: normalised q, k, their rstd, A, the g cumsum), within a stamp's granule.
   CHECK(std::llround(double(fused->saved_bytes(s35)) / 1e5) == 2055);
   CHECK(std::llround(double(fused->saved_bytes(s397)) / 1e5) == 687);
+  // A split row keeps its segments' entering states too: 8.4 MB more at B1 T16384 Hv32 (Z = 4).
+  const Shape split{1, 16384, 16, 32, 128, 128};
+  CHECK(fused->saved_bytes(split) == fused_context_bytes(split));
+  CHECK(std::llround(double(fused->saved_bytes(split)) / 1e5) == 2139);
   // A ragged T rounds to whole chunks.
   const Shape ragged{2, 70, 2, 4, 128, 128};
   CHECK(fused->saved_bytes(ragged) == fused_context_bytes(ragged));
