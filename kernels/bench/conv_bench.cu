@@ -1,15 +1,22 @@
 // gdn-bench --op conv (conv_bench.h): device problem, check against the fp64 CPU reference,
-// event timing with the L2 flushed, table.
+// timing (CUDA-graph replays, and eager runs with the L2 flushed), memory, the peers (FLA's
+// causal_conv1d, causal-conv1d) through the Python driver on the very same inputs, and the
+// tables, recommendation, JSON and plot.
 #include "common.cuh"
 #include "conv_bench.h"
+#include "peers.h"
+#include "report.cuh"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <type_traits>
+#include <unistd.h>
 
 namespace qr::gdn::conv {
 namespace {
@@ -228,27 +235,62 @@ std::string run_and_read(const Backend& be, ConvProblem& p, bool bwd, Stream st,
 namespace {
 
 const char* kConvUsage = R"(usage: gdn-bench --op conv [options]
-Checks the short convolution's paths (cudnn: cuDNN conv + separate kernels; fused: one kernel per
-pass) against the fp64 CPU reference (relative L2 error of q, k, v, g, beta and of dx, dweight,
-dbias, da, db, dA_log, ddt_bias; NaN check), then times the ones that pass, forward and backward.
+Checks the short convolution's paths against the fp64 CPU reference (relative L2 error of q, k, v,
+g, beta and of dx, dweight, dbias, da, db, dA_log, ddt_bias; NaN check), then times the ones that
+pass (CUDA-graph replay medians, and eager runs with the L2 flushed before each): fwd, bwd (from
+the inputs; every path recomputes) and fwdbwd (fwd then bwd, a training step).
   --shape B,T,Hk,Hv,D      a shape (repeatable); default qwen35_35b (4,4096,16,32,128) and
                            qwen35_397b (1,4096,16,64,128)
-  --backend all|cudnn|fused  paths to run (default all)
+  --backend all|NAME[,..]  paths to run, default all: ours, cudnn (cuDNN conv + separate kernels)
+                           and fused (one kernel per pass), and the peers, run by the Python driver
+                           on the same input tensors: fla (FLA's Triton causal_conv1d, pinned:
+                           FLA_DISABLE_BACKEND_DISPATCH=1) and causal_conv1d (Dao-AILab's
+                           causal-conv1d), each with the split, l2norm and gates in PyTorch; a
+                           peer that cannot run says why on its row
+  --baseline NAME          the path the ratios are taken against (default fla)
   --bias                   with a conv bias (Qwen has none)
-  --warmup N, --iters N    untimed and timed runs per pass (default 3, 20); L2 flushed before each
+  --warmup N, --iters N    untimed and timed runs per pass and method (default 3, 20)
   --check                  only the correctness check
   --tol X                  largest relative L2 error (default 0.01)
   --seed N                 input seed (default 1)
-Exit codes: 0 ok, 2 bad arguments or a failed check, 77 no CUDA device.
+  --json FILE              also write the results as JSON
+  --plot FILE.png|FILE.svg bars per path and shape for fwd and fwdbwd (matplotlib, through the
+                           driver)
+  --peers-budget S         seconds the peers' imports and first calls (autotuning) may take
+                           before the driver stops them (default 0: no limit)
+  --python EXE             the Python that runs the driver (default python3)
+  --peers-driver FILE      the driver (default: kernels/bench/peers/gdn_peers.py of this source tree)
+Exit codes: 0 ok, 2 bad arguments or one of our paths failed its check, 77 no CUDA device.
 )";
+
+// The Python paths the driver runs, in table order, then ours.
+const std::vector<std::string> kPeers = {"fla", "causal_conv1d"};
+const std::vector<std::string> kOurs = {"cudnn", "fused"};
+const std::vector<std::string> kModes = {"fwd", "bwd", "fwdbwd"};
+
+bool is_peer(const std::string& b) {
+  return std::find(kPeers.begin(), kPeers.end(), b) != kPeers.end();
+}
+bool is_ours(const std::string& b) {
+  return std::find(kOurs.begin(), kOurs.end(), b) != kOurs.end();
+}
 
 struct Cfg {
   std::vector<std::pair<std::string, Shape>> shapes;
-  std::string backend = "all";
+  std::vector<std::string> backends; // empty: all
   bool bias = false, check_only = false;
-  int warmup = 3, iters = 20;
+  int warmup = 3, iters = 20, peers_budget = 0;
   double tol = 1e-2;
   uint64_t seed = 1;
+  std::string baseline = "fla", json, plot, python = "python3";
+#ifdef QR_GDN_PEERS_DRIVER
+  std::string driver = QR_GDN_PEERS_DRIVER;
+#else
+  std::string driver;
+#endif
+  bool selected(const std::string& b) const {
+    return backends.empty() || std::find(backends.begin(), backends.end(), b) != backends.end();
+  }
 };
 
 std::vector<std::string> split_csv(const std::string& s) {
@@ -266,6 +308,7 @@ bool to_int(const std::string& s, long long lo, long long& v) {
 }
 
 std::string parse(const std::vector<std::string>& args, Cfg& c, bool& help) {
+  bool baseline_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has = i + 1 < args.size();
@@ -287,40 +330,136 @@ std::string parse(const std::vector<std::string>& args, Cfg& c, bool& help) {
         return "--shape needs B,T,Hk,Hv,D (positive integers, Hv a multiple of Hk)";
       c.shapes.push_back({"custom", s});
     } else if (a == "--backend") {
-      if (!has || (args[i + 1] != "all" && args[i + 1] != "cudnn" && args[i + 1] != "fused"))
-        return "--backend must be all, cudnn or fused";
-      c.backend = args[++i];
-    } else if (a == "--warmup" || a == "--iters" || a == "--seed") {
+      if (!has)
+        return "--backend needs a value";
+      const std::string v = args[++i];
+      c.backends = v == "all" ? std::vector<std::string>{} : split_csv(v);
+      if (v != "all" && c.backends.empty())
+        return "--backend needs a value";
+      for (const std::string& b : c.backends)
+        if (!is_peer(b) && !is_ours(b))
+          return "--backend: unknown path '" + b + "' (cudnn, fused, fla, causal_conv1d or all)";
+    } else if (a == "--baseline") {
+      if (!has || (!is_peer(args[i + 1]) && !is_ours(args[i + 1])))
+        return "--baseline needs a path name (cudnn, fused, fla, causal_conv1d)";
+      c.baseline = args[++i];
+      baseline_given = true;
+    } else if (a == "--warmup" || a == "--iters" || a == "--seed" || a == "--peers-budget") {
       if (!has || !to_int(args[++i], a == "--iters" ? 1 : 0, n))
         return a + " needs a number";
       if (a == "--warmup")
         c.warmup = int(n);
       else if (a == "--iters")
         c.iters = int(n);
-      else
+      else if (a == "--seed")
         c.seed = uint64_t(n);
+      else
+        c.peers_budget = int(n);
     } else if (a == "--tol") {
       char* end = nullptr;
       if (!has || (c.tol = std::strtod(args[++i].c_str(), &end), *end != '\0') || !(c.tol > 0))
         return "--tol needs a positive number";
+    } else if (a == "--json" || a == "--plot" || a == "--python" || a == "--peers-driver") {
+      if (!has || args[i + 1].empty())
+        return a + " needs a file name";
+      const std::string v = args[++i];
+      (a == "--json" ? c.json : a == "--plot" ? c.plot : a == "--python" ? c.python : c.driver) = v;
+      if (a == "--plot" && !(v.size() > 4 && (v.compare(v.size() - 4, 4, ".png") == 0 ||
+                                              v.compare(v.size() - 4, 4, ".svg") == 0)))
+        return "--plot " + v + ": the plot is a .png or .svg file";
     } else {
       return "unknown argument '" + a + "' (see --op conv --help)";
     }
   }
+  if (baseline_given && !c.selected(c.baseline))
+    return "--baseline " + c.baseline + " is not among the --backend list";
   if (c.shapes.empty())
     c.shapes = {{"qwen35_35b", {4, 4096, 16, 32, 128, 128}},
                 {"qwen35_397b", {1, 4096, 16, 64, 128, 128}}};
   return {};
 }
 
-struct Row {
-  std::string backend, shape, pass;
-  double median = 0, min = 0, max = 0, gbps = 0, pct_bw = 0;
+struct ModeResult {
+  std::string mode;
+  peers::Stats graph, eager;
+  std::string graph_error;
 };
+
+// One path at one shape: what the tables, the recommendation and the JSON say about it.
+struct Result {
+  std::string backend;
+  bool peer = false;
+  size_t shape = 0;
+  std::string status = "ok"; // ok, unavailable, error, failed check
+  std::string reason, runs, pinned;
+  std::vector<std::pair<std::string, std::string>> versions;
+  std::vector<ModeResult> modes;
+  std::vector<peers::KernelTime> kernel_times; // a peer's training step per kernel
+  double saved_bytes = -1, peak_bytes = -1, first_call_s = -1, own_kernels_ms = -1;
+  double worst_rel_l2 = -1;
+  std::string worst_output;
+
+  double graph_ms(const std::string& m) const {
+    for (const ModeResult& r : modes)
+      if (r.mode == m)
+        return r.graph.median;
+    return -1;
+  }
+};
+
+double mode_bytes(const Shape& s, const std::string& mode, bool bias) {
+  return (mode != "bwd" ? conv::model_bytes(s, Pass::fwd, bias) : 0) +
+         (mode != "fwd" ? conv::model_bytes(s, Pass::bwd, bias) : 0);
+}
+
+// The inputs and output gradients exactly as the device holds them, for the driver.
+std::string write_inputs(const ConvProblem& p, const std::string& name, const std::string& stem) {
+  const Shape& s = p.shape;
+  const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k,
+                C = channels(s);
+  struct Item {
+    const char* name;
+    const DeviceBuffer* buf;
+    const char* dtype;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Item> items = {
+      {"x", &p.x, "bf16", {B, T, C}},         {"weight", &p.weight, "bf16", {C, kWidth}},
+      {"a", &p.a, "bf16", {B, T, Hv}},        {"b", &p.b, "bf16", {B, T, Hv}},
+      {"A_log", &p.A_log, "f32", {Hv}},       {"dt_bias", &p.dt_bias, "f32", {Hv}},
+      {"dq", &p.dq, "bf16", {B, T, Hk, D}},   {"dk", &p.dk, "bf16", {B, T, Hk, D}},
+      {"dv", &p.dv, "bf16", {B, T, Hv, D}},   {"dg", &p.dg, "f32", {B, T, Hv}},
+      {"dbeta", &p.dbeta, "bf16", {B, T, Hv}}};
+  if (p.bias)
+    items.push_back({"bias", &p.bias_buf, "bf16", {C}});
+  if (p.x_pad)
+    return "the peers take a dense x";
+  std::vector<peers::HostTensor> tensors;
+  for (const Item& it : items) {
+    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
+    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
+    tensors.push_back(std::move(t));
+  }
+  return peers::write_tensors(
+      stem, {name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, tensors,
+      std::string("\"op\": \"conv\", \"bias\": ") + (p.bias ? "true" : "false"));
+}
+
+// What a user installs or calls to run `backend` (a recipe does not choose the conv).
+std::string how_to_get(const std::string& backend) {
+  if (backend == "fla")
+    return "pip install flash-linear-attention; fla.modules.causal_conv1d.causal_conv1d(x, "
+           "weight, activation=\"silu\") (FLA's ShortConvolution)";
+  if (backend == "causal_conv1d")
+    return "pip install causal-conv1d (Megatron-Core's GatedDeltaNet calls its causal_conv1d_fn "
+           "when it is installed)";
+  return "";
+}
 
 } // namespace
 
 int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  namespace fs = std::filesystem;
   Cfg cfg;
   bool help = false;
   if (std::string e = parse(args, cfg, help); !e.empty()) {
@@ -331,6 +470,15 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     out << kConvUsage;
     return 0;
   }
+  std::vector<std::string> peer_list;
+  for (const std::string& p : kPeers)
+    if (cfg.selected(p))
+      peer_list.push_back(p);
+  if ((!peer_list.empty() || !cfg.plot.empty()) && access(cfg.driver.c_str(), R_OK) != 0) {
+    err << "gdn-bench --op conv: --peers-driver " << (cfg.driver.empty() ? "(none)" : cfg.driver)
+        << ": not readable; give the path of kernels/bench/peers/gdn_peers.py\n";
+    return 2;
+  }
   DeviceInfo dev;
   std::string dev_name;
   if (!device_info(dev, dev_name).empty()) {
@@ -338,18 +486,17 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     return 77;
   }
   std::vector<std::unique_ptr<Backend>> backends;
-  if (cfg.backend != "fused") {
+  if (cfg.selected("cudnn")) {
     if (auto b = make_cudnn_backend())
       backends.push_back(std::move(b));
     else
       err << "gdn-bench --op conv: built without cuDNN; the cudnn baseline is skipped\n";
   }
-  if (cfg.backend != "cudnn")
+  if (cfg.selected("fused"))
     backends.push_back(make_fused_backend());
-  int clock_khz = 0, mem_khz = 0, bus_bits = 0;
+  int mem_khz = 0, bus_bits = 0;
   cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
   cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0);
-  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
   const double peak_gbps = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
   char when[32];
   const std::time_t now = std::time(nullptr);
@@ -363,14 +510,53 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     err << "gdn-bench --op conv: setup failed\n";
     return 2;
   }
+  // The driver's files: the inputs of every shape, the peers' outputs, peers.json.
+  std::string work;
+  if (!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) {
+    std::string tmpl = (fs::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+      err << "gdn-bench --op conv: cannot create a temporary folder under "
+          << fs::temp_directory_path() << "\n";
+      return 2;
+    }
+    work = tmpl;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!dir.empty())
+        fs::remove_all(dir, ec);
+    }
+  } cleanup{work};
+
   bool failed = false;
-  char line[512];
-  std::vector<Row> rows_out;
+  char line[640];
+  std::vector<Result> results;
   std::ostringstream checks;
-  for (const auto& [sname, s] : cfg.shapes) {
+  struct CheckJson {
+    std::string backend, shape, output;
+    Error err;
+    bool pass;
+  };
+  std::vector<CheckJson> check_rows;
+  auto add_check = [&](const std::string& backend, const std::string& label,
+                       const std::string& output, const Error& er, bool ok) {
+    std::snprintf(line, sizeof line, "%-13s %-44s %-9s %11.3e %11.3e %9zu %s\n", backend.c_str(),
+                  label.c_str(), output.c_str(), er.rel_l2, er.max_abs, er.non_finite,
+                  ok ? "ok" : "FAIL");
+    checks << line;
+    check_rows.push_back({backend, label, output, er, ok});
+  };
+  // Kept for the peers' check: every shape's reference outputs, forward and backward.
+  std::vector<std::map<std::string, std::vector<double>>> refs(cfg.shapes.size());
+  std::vector<std::string> labels(cfg.shapes.size()), input_dirs(cfg.shapes.size());
+  for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+    const auto& [sname, s] = cfg.shapes[si];
     char label[128];
     std::snprintf(label, sizeof label, "%s B%d T%d Hk%d Hv%d D%d (C %d)", sname.c_str(), s.batch,
                   s.seq_len, s.key_heads, s.value_heads, s.head_dim_k, channels(s));
+    labels[si] = label;
     ConvProblem p;
     size_t ws = 0;
     for (const auto& b : backends)
@@ -382,29 +568,47 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
       failed = true;
       continue;
     }
+    if (!peer_list.empty()) {
+      input_dirs[si] = work + "/shape" + std::to_string(si);
+      std::error_code ec;
+      fs::create_directories(input_dirs[si], ec);
+      if (std::string e = write_inputs(p, sname, input_dirs[si] + "/inputs"); !e.empty()) {
+        err << "gdn-bench --op conv: " << label << ": writing the inputs for the peers: " << e
+            << "\n";
+        failed = true;
+        input_dirs[si].clear();
+      }
+    }
     err << "gdn-bench --op conv: " << label << ": fp64 CPU reference\n";
     const cpu::Inputs in = p.to_cpu();
     std::map<std::string, std::vector<double>> ref[2] = {
         reference_outputs(cpu::forward(in)),
         reference_outputs(cpu::backward(in, p.grads_to_cpu()))};
     for (const auto& be : backends) {
+      Result res;
+      res.backend = be->name();
+      res.shape = si;
+      res.runs = "ours";
       if (std::string why = be->unsupported(dev, s); !why.empty()) {
         err << "gdn-bench --op conv: " << label << ": " << be->name() << " skipped: " << why
             << "\n";
+        res.status = "unavailable";
+        res.reason = why;
+        results.push_back(res);
         continue;
       }
       bool pass = true;
       const std::string no_bwd = be->unsupported_bwd(p.bwd_args());
       for (bool bwd : {false, true}) {
         if (bwd && !no_bwd.empty()) {
-          std::snprintf(line, sizeof line, "%-8s %-44s %-9s skipped: %s\n", be->name().c_str(),
+          std::snprintf(line, sizeof line, "%-13s %-44s %-9s skipped: %s\n", be->name().c_str(),
                         label, "bwd", no_bwd.c_str());
           checks << line;
           continue;
         }
         std::map<std::string, std::vector<double>> got;
         if (std::string e = run_and_read(*be, p, bwd, st, got); !e.empty()) {
-          std::snprintf(line, sizeof line, "%-8s %-44s %-9s run failed: %s\n", be->name().c_str(),
+          std::snprintf(line, sizeof line, "%-13s %-44s %-9s run failed: %s\n", be->name().c_str(),
                         label, bwd ? "bwd" : "fwd", e.c_str());
           checks << line;
           pass = false;
@@ -414,73 +618,429 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
           const Error er = compare(data, ref[bwd][name]);
           const bool ok = er.ok(cfg.tol);
           pass = pass && ok;
-          std::snprintf(line, sizeof line, "%-8s %-44s %-9s %11.3e %11.3e %9zu %s\n",
-                        be->name().c_str(), label, name.c_str(), er.rel_l2, er.max_abs,
-                        er.non_finite, ok ? "ok" : "FAIL");
-          checks << line;
+          add_check(be->name(), label, name, er, ok);
+          if (er.rel_l2 > res.worst_rel_l2) {
+            res.worst_rel_l2 = er.rel_l2;
+            res.worst_output = name;
+          }
         }
       }
       if (!pass) {
         failed = true;
         err << "gdn-bench --op conv: " << label << ": " << be->name()
             << " FAILED its check; not timed\n";
+        res.status = "failed check";
+        results.push_back(res);
         continue;
       }
-      if (cfg.check_only)
-        continue;
-      for (bool bwd : {false, true}) {
-        if (bwd && !no_bwd.empty())
+      // Memory: ours keeps nothing for the backward (it recomputes from the inputs); a training
+      // step holds the outputs, the gradients and the scratch beyond its inputs, like the peers'
+      // peak.
+      res.saved_bytes = 0;
+      res.peak_bytes =
+          double(p.q.bytes() + p.k.bytes() + p.v.bytes() + p.g.bytes() + p.beta.bytes() +
+                 p.dx.bytes() + p.dweight.bytes() + p.dbias.bytes() + p.da.bytes() + p.db.bytes() +
+                 p.dA_log.bytes() + p.ddt_bias.bytes() +
+                 std::max(be->workspace_bytes(s, Pass::fwd), be->workspace_bytes(s, Pass::bwd)));
+      for (const std::string& mode : cfg.check_only ? std::vector<std::string>{} : kModes) {
+        if (mode != "fwd" && !no_bwd.empty())
           continue;
-        std::vector<float> ms;
-        const std::string e = timer.time(
-            cfg.warmup, cfg.iters, true,
-            [&] {
-              return bwd ? be->run_bwd(p.bwd_args(), p.workspace.get(), st)
-                         : be->run_fwd(p.fwd_args(), p.workspace.get(), st);
-            },
-            ms);
-        if (!e.empty()) {
-          err << "gdn-bench --op conv: " << label << ": " << be->name() << ": " << e << "\n";
+        err << "gdn-bench --op conv: " << label << ": timing " << be->name() << " " << mode << "\n";
+        auto enqueue = [&]() {
+          std::string r =
+              mode != "bwd" ? be->run_fwd(p.fwd_args(), p.workspace.get(), st) : std::string();
+          return r.empty() && mode != "fwd" ? be->run_bwd(p.bwd_args(), p.workspace.get(), st) : r;
+        };
+        std::vector<float> eager_ms, graph_ms;
+        if (std::string e = timer.time(cfg.warmup, cfg.iters, true, enqueue, eager_ms);
+            !e.empty()) {
+          err << "gdn-bench --op conv: " << label << ": " << be->name() << " " << mode << ": " << e
+              << "\n";
           failed = true;
+          res.status = "error";
+          res.reason = mode + ": " + e;
           break;
         }
-        std::sort(ms.begin(), ms.end());
-        Row r{be->name(), sname, bwd ? "bwd" : "fwd"};
-        r.median =
-            ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-        r.min = ms.front(), r.max = ms.back();
-        r.gbps =
-            conv::model_bytes(s, bwd ? Pass::bwd : Pass::fwd, cfg.bias) / (r.median * 1e-3) / 1e9;
-        r.pct_bw = 100 * r.gbps / peak_gbps;
-        rows_out.push_back(r);
+        // A path whose library cannot be captured still has its eager times.
+        GraphExec graph;
+        std::string graph_error = graph.capture(st, enqueue);
+        if (graph_error.empty())
+          graph_error = timer.time(
+              cfg.warmup, cfg.iters, false,
+              [&] { return cuda_error(cudaGraphLaunch(graph.exec, st), "graph"); }, graph_ms);
+        if (!graph_error.empty()) {
+          cudaGetLastError();
+          graph_ms.clear();
+        }
+        res.modes.push_back({mode, stats_of(graph_ms), stats_of(eager_ms), graph_error});
+      }
+      results.push_back(res);
+    }
+    if (!peer_list.empty()) {
+      refs[si] = std::move(ref[0]);
+      refs[si].merge(ref[1]);
+    }
+  }
+
+  // The peers: one driver run over every shape's inputs, then their outputs against the reference.
+  if (!peer_list.empty()) {
+    std::string backend_arg;
+    for (const std::string& b : peer_list)
+      backend_arg += (backend_arg.empty() ? "" : ",") + b;
+    std::vector<std::string> argv = {cfg.python,
+                                     cfg.driver,
+                                     "conv",
+                                     "--out",
+                                     work + "/peers",
+                                     "--backend",
+                                     backend_arg,
+                                     "--warmup",
+                                     std::to_string(cfg.warmup),
+                                     "--iters",
+                                     std::to_string(cfg.check_only ? 1 : cfg.iters),
+                                     "--prepare-timeout",
+                                     std::to_string(cfg.peers_budget)};
+    bool any_inputs = false;
+    for (const std::string& d : input_dirs)
+      if (!d.empty()) {
+        argv.insert(argv.end(), {"--inputs", d});
+        any_inputs = true;
+      }
+    std::vector<peers::Row> rows;
+    std::string why;
+    if (any_inputs) {
+      err << "gdn-bench --op conv: starting the peers driver (" << backend_arg
+          << "); FLA autotunes its conv kernels on the first calls\n";
+      std::string spawn_error;
+      const int rc = peers::run_process(argv, spawn_error);
+      if (rc != 0)
+        why = rc < 0 ? spawn_error
+                     : "the driver exited with code " + std::to_string(rc) + " (see stderr)";
+      else
+        why = peers::read_results(work + "/peers/peers.json", rows);
+      if (!why.empty()) {
+        err << "gdn-bench --op conv: the peers driver failed; its files are kept in " << work
+            << "\n";
+        cleanup.dir.clear();
+      }
+    } else {
+      why = "no inputs were written";
+    }
+    // Every output and gradient the op has must come back (dbias only with a bias).
+    std::vector<std::string> need = {"q",       "k",  "v",  "g",      "beta",    "dx",
+                                     "dweight", "da", "db", "dA_log", "ddt_bias"};
+    if (cfg.bias)
+      need.push_back("dbias");
+    for (const std::string& b : peer_list)
+      for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+        Result res;
+        res.backend = b;
+        res.peer = true;
+        res.shape = si;
+        const Shape& s = cfg.shapes[si].second;
+        const peers::Row* row = nullptr;
+        for (const peers::Row& r : rows)
+          if (r.backend == b && r.shape.name == cfg.shapes[si].first &&
+              r.shape.seq_len == s.seq_len && r.shape.batch == s.batch &&
+              r.shape.value_heads == s.value_heads)
+            row = &r;
+        if (!row) {
+          res.status = "error";
+          res.reason = why.empty() ? "no row from the driver" : why;
+          results.push_back(res);
+          continue;
+        }
+        res.status = row->status;
+        res.reason = row->reason;
+        res.runs = row->runs;
+        res.pinned = row->pinned;
+        res.versions = row->versions;
+        res.saved_bytes = row->saved_bytes;
+        res.peak_bytes = row->peak_bytes;
+        res.first_call_s = row->first_call_s;
+        res.own_kernels_ms = row->own_kernels_ms;
+        res.kernel_times = row->kernel_times;
+        if (b == "fla" && res.status == "ok" && !row->pinned_verified) {
+          res.status = "error";
+          res.reason = "could not verify that FLA ran its Triton causal_conv1d: " + row->pinned;
+        }
+        if (res.status == "ok") {
+          std::map<std::string, std::vector<double>> got;
+          const std::string e = refs[si].empty() ? "no reference for this shape"
+                                                 : peers::read_tensors(row->outputs, got);
+          bool pass = e.empty();
+          if (!e.empty())
+            add_check(b, labels[si], e, {}, false);
+          for (const std::string& n : need)
+            if (e.empty() && !got.count(n)) {
+              add_check(b, labels[si], n + " (missing)", {}, false);
+              pass = false;
+            }
+          for (const auto& [name, data] : got) {
+            auto it = refs[si].find(name);
+            if (it == refs[si].end())
+              continue;
+            Error er;
+            if (data.size() != it->second.size()) {
+              er.rel_l2 = er.max_abs = NAN;
+              add_check(b, labels[si], name + " (wrong size)", er, false);
+              pass = false;
+              continue;
+            }
+            er = compare(data, it->second);
+            const bool ok = er.ok(cfg.tol);
+            add_check(b, labels[si], name, er, ok);
+            pass = pass && ok;
+            if (er.rel_l2 > res.worst_rel_l2) {
+              res.worst_rel_l2 = er.rel_l2;
+              res.worst_output = name;
+            }
+          }
+          if (!pass) {
+            res.status = "failed check";
+            err << "gdn-bench --op conv: " << labels[si] << ": " << b
+                << " FAILED its check against the reference\n";
+          }
+          for (const peers::ModeTimes& t : row->times)
+            res.modes.push_back({t.mode, t.graph, t.eager, t.graph_error});
+          std::stable_sort(res.modes.begin(), res.modes.end(), [](const auto& x, const auto& y) {
+            return std::find(kModes.begin(), kModes.end(), x.mode) <
+                   std::find(kModes.begin(), kModes.end(), y.mode);
+          });
+        }
+        results.push_back(res);
+      }
+  }
+
+  // By shape, then the peers before ours, as the tables read best.
+  auto rank = [](const Result& r) {
+    const auto it = std::find(kPeers.begin(), kPeers.end(), r.backend);
+    return it != kPeers.end()
+               ? size_t(it - kPeers.begin())
+               : kPeers.size() +
+                     size_t(std::find(kOurs.begin(), kOurs.end(), r.backend) - kOurs.begin());
+  };
+  std::stable_sort(results.begin(), results.end(), [&](const Result& x, const Result& y) {
+    return x.shape != y.shape ? x.shape < y.shape : rank(x) < rank(y);
+  });
+  auto baseline_of = [&](size_t si) -> const Result* {
+    for (const Result& r : results)
+      if (r.shape == si && r.backend == cfg.baseline && r.status == "ok")
+        return &r;
+    return nullptr;
+  };
+
+  out << "\ncorrectness against the fp64 CPU reference (relative L2 error, tolerance " << cfg.tol
+      << ")\n";
+  std::snprintf(line, sizeof line, "%-13s %-44s %-9s %11s %11s %9s %s\n", "path", "shape", "output",
+                "rel_l2", "max_abs", "nonfinite", "result");
+  out << line << checks.str();
+  const std::string xbase = ("x " + cfg.baseline).substr(0, 9);
+  if (!cfg.check_only) {
+    out << "\ntimes: graph = CUDA-graph replay median (GPU time), eager = median of eager runs "
+           "with the L2 flushed before each (our C++ launches, or the peer's Python); "
+        << cfg.iters << " runs after " << cfg.warmup << " warm-up; " << xbase << " = graph time / "
+        << cfg.baseline
+        << "'s; GB/s from the fewest bytes (inputs read once, outputs written once)\n";
+    std::snprintf(line, sizeof line, "%-13s %-12s %-6s %10s %10s %9s %9s %6s\n", "path", "shape",
+                  "mode", "graph ms", "eager ms", xbase.c_str(), "GB/s", "%BW");
+    out << line;
+    for (const Result& r : results) {
+      const Result* base = baseline_of(r.shape);
+      for (const ModeResult& m : r.modes) {
+        const double t = m.graph.median > 0 ? m.graph.median : m.eager.median;
+        const double gbps =
+            t > 0 ? mode_bytes(cfg.shapes[r.shape].second, m.mode, cfg.bias) / (t * 1e-3) / 1e9 : 0;
+        double base_ms = -1;
+        if (base)
+          base_ms = base->graph_ms(m.mode);
+        std::snprintf(line, sizeof line, "%-13s %-12s %-6s %10s %10s %9s %9.0f %5.1f%%\n",
+                      r.backend.c_str(), cfg.shapes[r.shape].first.substr(0, 12).c_str(),
+                      m.mode.c_str(), ms_text(m.graph.median).c_str(),
+                      ms_text(m.eager.median).c_str(), ratio_text(m.graph.median, base_ms).c_str(),
+                      gbps, 100 * gbps / peak_gbps);
+        out << line;
+        if (!m.graph_error.empty())
+          out << "  (no graph replay: " << one_line(m.graph_error) << ")\n";
       }
     }
   }
-  out << "\ncorrectness against the fp64 CPU reference (relative L2 error, tolerance " << cfg.tol
-      << ")\n";
-  std::snprintf(line, sizeof line, "%-8s %-44s %-9s %11s %11s %9s %s\n", "path", "shape", "output",
-                "rel_l2", "max_abs", "nonfinite", "result");
-  out << line << checks.str();
-  if (!rows_out.empty()) {
-    out << "\ntimes (L2 flushed before each run; median of " << cfg.iters << " after " << cfg.warmup
-        << " warm-up; GB/s from the fewest bytes: inputs read once, outputs written "
-        << "once)\n";
-    std::snprintf(line, sizeof line, "%-8s %-14s %-5s %10s %17s %9s %6s %14s\n", "path", "shape",
-                  "pass", "median ms", "min-max ms", "GB/s", "%BW", "cudnn / fused");
-    out << line;
-    for (const Row& r : rows_out) {
-      double ratio = 0;
-      for (const Row& o : rows_out)
-        if (r.backend == "fused" && o.backend == "cudnn" && o.shape == r.shape && o.pass == r.pass)
-          ratio = o.median / r.median;
-      char range[40], rs[32] = "";
-      std::snprintf(range, sizeof range, "%.3f-%.3f", r.min, r.max);
-      if (ratio > 0)
-        std::snprintf(rs, sizeof rs, "%.2fx", ratio);
-      std::snprintf(line, sizeof line, "%-8s %-14s %-5s %10.3f %17s %9.0f %5.1f%% %14s\n",
-                    r.backend.c_str(), r.shape.c_str(), r.pass.c_str(), r.median, range, r.gbps,
-                    r.pct_bw, rs);
-      out << line;
+
+  out << "\nper path (graph medians; saved = bytes a training forward keeps for the backward; "
+         "peak = a training step's memory beyond its inputs; err = the largest relative L2 error "
+         "of any output or gradient against the reference)\n";
+  std::snprintf(line, sizeof line, "%-13s %-12s %-12s %9s %9s %9s %9s %9s %9s  %s\n", "path",
+                "shape", "status", "fwd ms", "fwdbwd ms", xbase.c_str(), "saved MB", "peak MB",
+                "err", "how it ran / why not");
+  out << line;
+  for (const Result& r : results) {
+    const Result* base = baseline_of(r.shape);
+    char err_text[32] = "-";
+    if (r.worst_rel_l2 >= 0)
+      std::snprintf(err_text, sizeof err_text, "%.1e", r.worst_rel_l2);
+    std::string note = r.status == "ok" || r.status == "failed check" ? r.runs : r.reason;
+    if (!r.pinned.empty())
+      note += "; " + r.pinned;
+    if (r.own_kernels_ms >= 0) {
+      char own[96];
+      std::snprintf(own, sizeof own, "; its conv kernels %.3f ms of a profiled training step",
+                    r.own_kernels_ms);
+      note += own;
+    }
+    if (r.peer)
+      note += " [" + versions_text(r.versions) + "]";
+    std::snprintf(line, sizeof line, "%-13s %-12s %-12s %9s %9s %9s %9s %9s %9s  ",
+                  r.backend.c_str(), cfg.shapes[r.shape].first.substr(0, 12).c_str(),
+                  r.status.c_str(), ms_text(r.graph_ms("fwd")).c_str(),
+                  ms_text(r.graph_ms("fwdbwd")).c_str(),
+                  ratio_text(r.graph_ms("fwdbwd"), base ? base->graph_ms("fwdbwd") : -1).c_str(),
+                  mb(r.saved_bytes).c_str(), mb(r.peak_bytes).c_str(), err_text);
+    out << line << one_line(note) << "\n";
+  }
+
+  // Where a peer's training step goes: its conv kernels and the PyTorch rest of the op.
+  bool kernel_header = false;
+  for (const Result& r : results) {
+    if (!r.peer || r.status != "ok" || r.kernel_times.empty())
+      continue;
+    if (!kernel_header)
+      out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
+             "and launches per step, averaged over a few eager steps)\n";
+    kernel_header = true;
+    print_kernel_times(out, r.backend + " @ " + labels[r.shape], r.kernel_times);
+  }
+
+  // The recommendation: the fastest training step that passed its check, and the fastest peer.
+  struct Recommendation {
+    size_t shape;
+    std::string text, fastest, fastest_peer;
+  };
+  std::vector<Recommendation> recs;
+  if (!cfg.check_only) {
+    out << "\n";
+    for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+      const Result *best = nullptr, *best_peer = nullptr;
+      for (const Result& r : results) {
+        if (r.shape != si || r.status != "ok" || r.graph_ms("fwdbwd") <= 0)
+          continue;
+        if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
+          best = &r;
+        if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
+          best_peer = &r;
+      }
+      const Result* base = baseline_of(si);
+      auto against = [&](const Result& r) {
+        char b[96];
+        if (base && base != &r)
+          std::snprintf(b, sizeof b, "%.2f of %s (fwd+bwd %.3f ms)",
+                        r.graph_ms("fwdbwd") / base->graph_ms("fwdbwd"), cfg.baseline.c_str(),
+                        r.graph_ms("fwdbwd"));
+        else
+          std::snprintf(b, sizeof b, "fwd+bwd %.3f ms", r.graph_ms("fwdbwd"));
+        return std::string(b);
+      };
+      std::string text = "recommendation for " + cfg.shapes[si].first + " (conv): ";
+      if (!best) {
+        text += "no path ran a training step here";
+      } else {
+        text += "fastest here: " + best->backend + ", " + against(*best);
+        if (best->peer)
+          text += "; " + how_to_get(best->backend);
+        else if (best_peer)
+          text += " (ours); of the peers " + best_peer->backend + ", " + against(*best_peer) +
+                  ": " + how_to_get(best_peer->backend);
+        else
+          text += " (ours; no peer ran)";
+      }
+      out << text << "\n";
+      recs.push_back({si, text, best ? best->backend : "", best_peer ? best_peer->backend : ""});
+    }
+  }
+
+  std::string json_path = cfg.json;
+  if (json_path.empty() && !cfg.plot.empty())
+    json_path = work + "/bench.json";
+  if (!json_path.empty()) {
+    std::ostringstream j;
+    j.precision(6);
+    j << "{\n \"schema\": \"qwen-recipe gdn-bench conv 1\",\n \"op\": \"conv\",\n \"date\": \""
+      << when << "\",\n \"device\": " << peers::json_string(dev_name)
+      << ",\n \"sm\": " << dev.major * 10 + dev.minor << ",\n \"peak_gbps\": " << peak_gbps
+      << ",\n \"bias\": " << (cfg.bias ? "true" : "false") << ",\n \"tolerance\": " << cfg.tol
+      << ",\n \"warmup\": " << cfg.warmup << ",\n \"iters\": " << cfg.iters
+      << ",\n \"baseline\": " << peers::json_string(cfg.baseline) << ",\n \"checks\": [";
+    for (size_t i = 0; i < check_rows.size(); ++i) {
+      const CheckJson& c = check_rows[i];
+      j << (i ? ",\n  " : "\n  ") << "{\"backend\": " << peers::json_string(c.backend)
+        << ", \"shape\": " << peers::json_string(c.shape)
+        << ", \"output\": " << peers::json_string(c.output)
+        << ", \"rel_l2\": " << (std::isfinite(c.err.rel_l2) ? c.err.rel_l2 : -1)
+        << ", \"max_abs\": " << (std::isfinite(c.err.max_abs) ? c.err.max_abs : -1)
+        << ", \"non_finite\": " << c.err.non_finite << ", \"pass\": " << (c.pass ? "true" : "false")
+        << "}";
+    }
+    j << "\n ],\n \"backends\": [";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      const auto& [sname, s] = cfg.shapes[r.shape];
+      const Result* base = baseline_of(r.shape);
+      j << (i ? ",\n  " : "\n  ") << "{\"backend\": " << peers::json_string(r.backend)
+        << ", \"kind\": \"" << (r.peer ? "peer" : "ours")
+        << "\", \"shape\": " << peers::json_string(sname) << ", \"B\": " << s.batch
+        << ", \"T\": " << s.seq_len << ", \"Hk\": " << s.key_heads << ", \"Hv\": " << s.value_heads
+        << ", \"D\": " << s.head_dim_k << ", \"C\": " << channels(s)
+        << ", \"status\": " << peers::json_string(r.status)
+        << ", \"reason\": " << peers::json_string(r.reason)
+        << ", \"runs\": " << peers::json_string(r.runs)
+        << ", \"pinned\": " << peers::json_string(r.pinned) << ", \"versions\": {";
+      for (size_t v = 0; v < r.versions.size(); ++v)
+        j << (v ? ", " : "") << peers::json_string(r.versions[v].first) << ": "
+          << peers::json_string(r.versions[v].second);
+      j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
+        << ", \"max_rel_l2\": " << r.worst_rel_l2
+        << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
+        << ", \"own_kernels_ms\": " << r.own_kernels_ms << ", \"kernel_times\": ";
+      json_kernel_times(j, r.kernel_times);
+      j << ", \"first_call_s\": " << r.first_call_s << ", \"times\": {";
+      for (size_t m = 0; m < r.modes.size(); ++m) {
+        const ModeResult& mr = r.modes[m];
+        j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";
+        json_stats(j, mr.graph);
+        j << ", \"eager_ms\": ";
+        json_stats(j, mr.eager);
+        const double bm = base ? base->graph_ms(mr.mode) : -1;
+        j << ", \"ratio_to_baseline\": "
+          << (bm > 0 && mr.graph.median > 0 ? mr.graph.median / bm : -1)
+          << ", \"graph_error\": " << peers::json_string(mr.graph_error) << "}";
+      }
+      j << "}}";
+    }
+    j << "\n ],\n \"recommendations\": [";
+    for (size_t i = 0; i < recs.size(); ++i)
+      j << (i ? ",\n  " : "\n  ")
+        << "{\"shape\": " << peers::json_string(cfg.shapes[recs[i].shape].first)
+        << ", \"T\": " << cfg.shapes[recs[i].shape].second.seq_len
+        << ", \"fastest\": " << peers::json_string(recs[i].fastest)
+        << ", \"fastest_peer\": " << peers::json_string(recs[i].fastest_peer)
+        << ", \"text\": " << peers::json_string(recs[i].text) << "}";
+    j << "\n ]\n}\n";
+    const std::string tmp = json_path + ".tmp";
+    std::ofstream f(tmp);
+    f << j.str();
+    f.close();
+    if (!f || std::rename(tmp.c_str(), json_path.c_str()) != 0) {
+      err << "gdn-bench --op conv: could not write " << json_path << "\n";
+      std::remove(tmp.c_str());
+      failed = true;
+    } else if (!cfg.plot.empty()) {
+      std::string spawn_error;
+      const int rc = peers::run_process(
+          {cfg.python, cfg.driver, "plot", "--json", json_path, "--out", cfg.plot}, spawn_error);
+      if (rc != 0) {
+        err << "gdn-bench --op conv: --plot " << cfg.plot << ": "
+            << (rc < 0 ? spawn_error : "the driver's plot failed (see above)") << "\n";
+        failed = true;
+      }
     }
   }
   cudaStreamDestroy(st);

@@ -7,6 +7,7 @@
 #include "gdn_bench.h"
 #include "harness.h"
 #include "peers.h"
+#include "report.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -347,17 +348,6 @@ struct Result {
   }
 };
 
-Stats stats_of(std::vector<float> ms) {
-  Stats s;
-  if (ms.empty())
-    return s;
-  std::sort(ms.begin(), ms.end());
-  s.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  s.min = ms.front();
-  s.max = ms.back();
-  return s;
-}
-
 // Runs fwd and bwd of `be` on poisoned outputs and reads back every output: the training path
 // (forward keeping the context, poisoned first, and the backward from it) or the recompute path.
 std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool train,
@@ -377,32 +367,6 @@ std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool tr
   }
   return {};
 }
-
-// One mode's passes captured once into a CUDA graph, replayed for timing.
-struct GraphExec {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  GraphExec() = default;
-  GraphExec(const GraphExec&) = delete;
-  GraphExec& operator=(const GraphExec&) = delete;
-  ~GraphExec() {
-    if (exec)
-      cudaGraphExecDestroy(exec);
-    if (graph)
-      cudaGraphDestroy(graph);
-  }
-  template <class F>
-  std::string capture(cudaStream_t st, F&& enqueue) {
-    QR_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
-    const std::string e = enqueue();
-    const cudaError_t end = cudaStreamEndCapture(st, &graph);
-    if (!e.empty())
-      return e;
-    QR_CUDA_TRY(end);
-    QR_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
-    return {};
-  }
-};
 
 // The input tensors exactly as the device holds them, for the driver.
 std::string write_inputs(const Problem& p, const NamedShape& ns, const std::string& stem) {
@@ -436,36 +400,6 @@ std::string write_inputs(const Problem& p, const NamedShape& ns, const std::stri
       extra);
 }
 
-std::string mb(double bytes) {
-  if (bytes < 0)
-    return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", bytes / 1e6);
-  return b;
-}
-
-std::string ms_text(double ms) {
-  if (ms <= 0)
-    return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", ms);
-  return b;
-}
-
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t')
-      c = ' ';
-  return s;
-}
-
-std::string versions_text(const Result& r) {
-  std::string t;
-  for (const auto& [dist, ver] : r.versions)
-    t += (t.empty() ? "" : ", ") + dist + " " + ver;
-  return t.empty() ? "no versions found" : t;
-}
-
 // What a user does to run `backend` in a Megatron-Bridge recipe.
 std::string how_to_select(const std::string& backend) {
   if (backend == "fla")
@@ -478,22 +412,6 @@ std::string how_to_select(const std::string& backend) {
     return "set model.gdn_kernel_backend=transformer_engine (Transformer Engine >= 2.19 with "
            "nvidia-cudnn-frontend >= 1.29)";
   return "";
-}
-
-std::string ratio_text(double ms, double base) {
-  if (ms <= 0 || base <= 0)
-    return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f", ms / base);
-  return b;
-}
-
-void json_stats(std::ostream& j, const Stats& s) {
-  if (s.median <= 0) {
-    j << "null";
-    return;
-  }
-  j << "{\"median\": " << s.median << ", \"min\": " << s.min << ", \"max\": " << s.max << "}";
 }
 
 } // namespace
@@ -953,7 +871,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       if (!r.pinned.empty())
         note += "; " + r.pinned;
       if (r.peer)
-        note += " [" + versions_text(r) + "]";
+        note += " [" + versions_text(r.versions) + "]";
       // The note can be long (versions, kernel names): outside the fixed-size line.
       std::snprintf(line, sizeof line, "%-18s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  ",
                     r.backend.c_str(),
@@ -980,18 +898,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
              "and launches per step, averaged over a few eager steps)\n";
     kernel_header = true;
-    double total = 0;
-    for (const peers::KernelTime& k : r.kernel_times)
-      total += k.us;
     const NamedShape& ns = cfg.shapes[r.shape];
-    out << r.backend << " @ " << ns.name << " (" << shape_text(ns.shape)
-        << "): " << r.kernel_times.size() << " kernels, " << ms_text(total / 1e3)
-        << " ms of GPU time\n";
-    for (const peers::KernelTime& k : r.kernel_times) {
-      std::snprintf(line, sizeof line, "  %9.1f us %5.1f%% %5.1f x  ", k.us,
-                    total > 0 ? 100 * k.us / total : 0.0, k.calls);
-      out << line << one_line(k.name).substr(0, 100) << "\n";
-    }
+    print_kernel_times(out, r.backend + " @ " + ns.name + " (" + shape_text(ns.shape) + ")",
+                       r.kernel_times);
   }
 
   // The recommendation: the fastest training step that passed its check, and the fastest of the
@@ -1083,12 +992,9 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
         << ", \"max_rel_l2\": " << r.worst_rel_l2
         << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
-        << ", \"kernels\": " << r.kernels << ", \"kernel_times\": [";
-      for (size_t k = 0; k < r.kernel_times.size(); ++k)
-        j << (k ? ", " : "") << "{\"name\": " << peers::json_string(r.kernel_times[k].name)
-          << ", \"calls\": " << r.kernel_times[k].calls << ", \"us\": " << r.kernel_times[k].us
-          << "}";
-      j << "], \"first_call_s\": " << r.first_call_s << ", \"times\": {";
+        << ", \"kernels\": " << r.kernels << ", \"kernel_times\": ";
+      json_kernel_times(j, r.kernel_times);
+      j << ", \"first_call_s\": " << r.first_call_s << ", \"times\": {";
       for (size_t m = 0; m < r.modes.size(); ++m) {
         const ModeResult& mr = r.modes[m];
         j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";

@@ -349,6 +349,7 @@ std::string parse_results(const std::string& json, std::vector<Row>& out) {
     row.shape = shape_of(r.get("shape"));
     row.outputs = text(r.get("outputs"));
     row.first_call_s = number(r.get("first_call_s"));
+    row.own_kernels_ms = number(r.get("own_kernels_ms"));
     if (row.backend.empty() || row.status.empty() || row.shape.name.empty())
       return "a row without \"backend\", \"status\" or \"shape\"";
     if (const Value* v = r.get("versions"))

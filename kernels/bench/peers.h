@@ -63,6 +63,7 @@ struct Row {
   std::string outputs; // manifest of the outputs and gradients
   std::vector<ModeTimes> times;
   double saved_bytes = -1, peak_bytes = -1, first_call_s = -1;
+  double own_kernels_ms = -1; // conv: GPU time of the peer's own kernels in one training step
 };
 
 // Parses peers.json; returns an error text, empty on success.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CI tests of gdn-bench's peers driver (kernels/bench/peers/gdn_peers.py) that need no GPU and no
 PyTorch: argument handling, the rows of backends whose packages are missing, and the schema of
-peers.json. Run by CTest: peers_driver_test.py DRIVER WORKDIR."""
+peers.json, for the GatedDeltaNet (`gdn`) and the short convolution (`conv`) subcommands. Run by
+CTest: peers_driver_test.py DRIVER WORKDIR."""
 import importlib.util
 import json
 import os
@@ -61,10 +62,44 @@ def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4):
                    "scale": D ** -0.5, "l2norm": True, "tensors": tensors}, f)
 
 
-def validate_peers(doc, where):
+def write_conv_inputs(folder, name="custom", B=1, T=3, Hk=1, Hv=2, D=4, bias=False,
+                      leave_out=()):
+    """A conv inputs.json / inputs.bin pair, as gdn-bench --op conv writes them."""
+    os.makedirs(folder, exist_ok=True)
+    C = 2 * Hk * D + Hv * D
+    specs = [("x", "bf16", [B, T, C]), ("weight", "bf16", [C, 4]), ("a", "bf16", [B, T, Hv]),
+             ("b", "bf16", [B, T, Hv]), ("A_log", "f32", [Hv]), ("dt_bias", "f32", [Hv]),
+             ("dq", "bf16", [B, T, Hk, D]), ("dk", "bf16", [B, T, Hk, D]),
+             ("dv", "bf16", [B, T, Hv, D]), ("dg", "f32", [B, T, Hv]),
+             ("dbeta", "bf16", [B, T, Hv])]
+    if bias:
+        specs.append(("bias", "bf16", [C]))
+    tensors, blob = [], b""
+    for tname, dtype, shape in specs:
+        if tname in leave_out:
+            continue
+        n = 1
+        for d in shape:
+            n *= d
+        raw = struct.pack(f"<{n}f", *([0.25] * n)) if dtype == "f32" else b"\x80\x3f" * n
+        tensors.append({"name": tname, "dtype": dtype, "shape": shape, "offset": len(blob),
+                        "bytes": len(raw)})
+        blob += raw
+    with open(os.path.join(folder, "inputs.bin"), "wb") as f:
+        f.write(blob)
+    with open(os.path.join(folder, "inputs.json"), "w") as f:
+        json.dump({"format": "qwen-recipe gdn-bench tensors 1",
+                   "shape": {"name": name, "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
+                   "op": "conv", "bias": bias, "tensors": tensors}, f)
+
+
+BACKENDS = {"gdn": ("fla", "flash_qla", "transformer_engine"), "conv": ("fla", "causal_conv1d")}
+
+
+def validate_peers(doc, where, op="gdn"):
     """The schema gdn-bench's reader relies on (kernels/bench/peers.cpp, parse_results)."""
     check(doc.get("schema") == "qwen-recipe gdn-peers 1", f"{where}: schema")
-    check(doc.get("op") == "gdn", f"{where}: op")
+    check(doc.get("op") == op, f"{where}: op")
     check(isinstance(doc.get("modes"), list) and all(isinstance(m, str) for m in doc["modes"]),
           f"{where}: modes")
     check(isinstance(doc.get("warmup"), int) and isinstance(doc.get("iters"), int),
@@ -74,7 +109,7 @@ def validate_peers(doc, where):
     check(isinstance(rows, list) and rows, f"{where}: rows")
     for i, r in enumerate(rows or []):
         w = f"{where}: rows[{i}]"
-        check(r.get("backend") in ("fla", "flash_qla", "transformer_engine"), f"{w}: backend")
+        check(r.get("backend") in BACKENDS.get(op, ()), f"{w}: backend")
         check(r.get("status") in ("ok", "unavailable", "error"), f"{w}: status")
         s = r.get("shape", {})
         check(isinstance(s.get("name"), str) and all(isinstance(s.get(k), int)
@@ -97,6 +132,125 @@ def validate_peers(doc, where):
                     check(x is None or all(isinstance(x.get(k), (int, float))
                                            for k in ("median", "min", "max")),
                           f"{w}: times.{mode}.{method}")
+            if "own_kernels_ms" in r:
+                check(isinstance(r["own_kernels_ms"], (int, float)), f"{w}: own_kernels_ms")
+
+
+def conv_tests():
+    """The `conv` subcommand: its arguments, inputs, missing packages, pinning env, schema."""
+    inputs = os.path.join(WORK, "conv0")
+    write_conv_inputs(inputs)
+    gdn_inputs = os.path.join(WORK, "shape0")
+    for args, needle, what in [
+        (["conv", "--inputs", inputs, "--out", WORK + "/c1", "--backend", "flash_qla"],
+         "unknown backend 'flash_qla' (one of fla, causal_conv1d or all)", "conv: a GDN backend"),
+        (["conv", "--inputs", inputs, "--out", WORK + "/c1", "--modes", "fwd-train"],
+         "unknown mode 'fwd-train' (one of fwd, bwd, fwdbwd or all)", "conv: a GDN mode"),
+        (["conv", "--inputs", inputs, "--out", WORK + "/c1", "--iters", "x"],
+         "'x' is not a positive integer", "conv: --iters x"),
+        (["conv", "--inputs", inputs, "--out", WORK + "/c1", "--prepare-timeout", "-3"],
+         "'-3' is not a non-negative integer", "conv: --prepare-timeout -3"),
+        (["conv", "--out", WORK + "/c1"], "--inputs", "conv: missing --inputs"),
+        (["conv", "--inputs", gdn_inputs, "--out", WORK + "/c1"],
+         "holds the inputs of op 'gdn', not of 'conv'", "conv: GDN inputs"),
+        (["gdn", "--inputs", inputs, "--out", WORK + "/c1"],
+         "holds the inputs of op 'conv', not of 'gdn'", "gdn: conv inputs"),
+    ]:
+        rc, _, err = run(args)
+        one_error_line(rc, err, needle, what)
+        check(not os.path.exists(WORK + "/c1/peers.json"), f"{what}: wrote peers.json")
+    for folder, kw, needle in [("conv-nodbeta", {"leave_out": ("dbeta",)}, "no tensor 'dbeta'"),
+                               ("conv-nobias", {"bias": True, "leave_out": ("bias",)},
+                                "no tensor 'bias'")]:
+        write_conv_inputs(os.path.join(WORK, folder), **kw)
+        rc, _, err = run(["conv", "--inputs", os.path.join(WORK, folder), "--out", WORK + "/c1"])
+        one_error_line(rc, err, needle, f"conv: {folder}")
+
+    if importlib.util.find_spec("torch") is None:
+        out = os.path.join(WORK, "conv-no-torch")
+        rc, stdout, err = run(["conv", "--inputs", inputs, "--out", out])
+        check(rc == 0 and stdout == "", f"conv no torch: rc {rc}, stdout {stdout!r}: {err}")
+        with open(os.path.join(out, "peers.json")) as f:
+            doc = json.load(f)
+        validate_peers(doc, "conv no torch", op="conv")
+        check([r["backend"] for r in doc["rows"]] == ["fla", "causal_conv1d"],
+              "conv no torch: one row per backend, in order")
+        check(doc["modes"] == ["fwd", "bwd", "fwdbwd"], f"conv no torch: modes {doc['modes']}")
+        for r in doc["rows"]:
+            check(r["status"] == "unavailable" and
+                  r["reason"] == "not installed: pip install torch (no module 'torch')",
+                  f"conv no torch: {r['backend']}: {r.get('reason')!r}")
+
+    # PyTorch (a stub) without causal-conv1d: its row names the package, says why there is no
+    # wheel to carry, and lists the versions found; per shape, in --backend order.
+    stub = os.path.join(WORK, "conv-stub")
+    os.makedirs(os.path.join(stub, "torch"))
+    open(os.path.join(stub, "torch", "__init__.py"), "w").close()
+    dist = os.path.join(stub, "torch-2.11.0.dist-info")
+    os.makedirs(dist)
+    with open(os.path.join(dist, "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n")
+    second = os.path.join(WORK, "conv1")
+    write_conv_inputs(second, name="qwen35_397b", B=2, T=5, Hv=4)
+    out = os.path.join(WORK, "conv-stub-out")
+    rc, _, err = run(["conv", "--inputs", inputs, "--inputs", second, "--out", out,
+                      "--backend", "causal_conv1d", "--modes", "fwdbwd", "--iters", "4"],
+                     {"PYTHONPATH": stub})
+    check(rc == 0, f"conv stub torch: rc {rc}: {err}")
+    with open(os.path.join(out, "peers.json")) as f:
+        doc = json.load(f)
+    validate_peers(doc, "conv stub torch", op="conv")
+    check(doc["modes"] == ["fwdbwd"] and doc["iters"] == 4, "conv stub torch: modes / iters")
+    rows = doc["rows"]
+    check([(r["backend"], r["shape"]["name"], r["shape"]["B"]) for r in rows] ==
+          [("causal_conv1d", "custom", 1), ("causal_conv1d", "qwen35_397b", 2)],
+          f"conv stub torch: rows {[(r['backend'], r['shape']) for r in rows]}")
+    if importlib.util.find_spec("causal_conv1d") is None:
+        for r in rows:
+            check(r["status"] == "unavailable" and r["reason"] ==
+                  "not installed: pip install causal-conv1d (no module 'causal_conv1d'; PyPI has "
+                  "its source only: installing compiles its CUDA extension against the installed "
+                  "PyTorch)", f"conv stub torch: reason {r.get('reason')!r}")
+            check(r["versions"].get("torch") == "2.11.0",
+                  f"conv stub torch: versions found {r['versions']}")
+    check("causal_conv1d: not installed: pip install causal-conv1d" in err,
+          "conv stub torch: the reason on stderr too")
+
+    # FLA's conv worker runs with FLA's backend dispatch off and TileLang / FlashQLA refused: a
+    # stub fla whose conv module reports what it sees at import (and then fails, so no GPU).
+    seen = os.path.join(WORK, "conv-seen")
+    for pkg in ("torch", "fla", "fla/modules", "fla/modules/causal_conv1d", "tilelang"):
+        os.makedirs(os.path.join(seen, pkg))
+    with open(os.path.join(seen, "torch", "__init__.py"), "w") as f:
+        f.write("def device(name):\n    return name\n\n"
+                "class cuda:\n    @staticmethod\n    def get_device_capability():\n"
+                "        return (9, 0)\n")
+    for pkg in ("fla", "fla/modules", "tilelang"):
+        open(os.path.join(seen, pkg, "__init__.py"), "w").close()
+    with open(os.path.join(seen, "fla", "backends.py"), "w") as f:
+        f.write("import os\n_DISPATCH_DISABLED = "
+                "os.environ.get('FLA_DISABLE_BACKEND_DISPATCH') == '1'\n"
+                "_function_registries = {}\n")
+    with open(os.path.join(seen, "fla", "modules", "causal_conv1d", "__init__.py"), "w") as f:
+        f.write("import os\ntry:\n    import tilelang  # noqa: F401\n    tl = 'imported'\n"
+                "except ModuleNotFoundError:\n    tl = 'refused'\n"
+                "import fla.backends\n"
+                "raise RuntimeError('stub conv: dispatch off ' + "
+                "str(fla.backends._DISPATCH_DISABLED) + ', tilelang ' + tl)\n")
+    out = os.path.join(WORK, "conv-seen-out")
+    rc, _, err = run(["conv", "--inputs", inputs, "--out", out, "--backend", "fla"],
+                     {"PYTHONPATH": seen, "FLA_DISABLE_BACKEND_DISPATCH": "0"})
+    check(rc == 0, f"conv fla pinning: rc {rc}: {err}")
+    try:
+        with open(os.path.join(out, "peers.json")) as f:
+            doc = json.load(f)
+    except OSError as e:
+        doc = {"rows": []}
+        check(False, f"conv fla pinning: no peers.json: {e}")
+    validate_peers(doc, "conv fla pinning", op="conv")
+    reasons = [r.get("reason") for r in doc["rows"]]
+    check(reasons == ["RuntimeError: stub conv: dispatch off True, tilelang refused"],
+          f"conv fla pinning: {reasons}")
 
 
 def main():
@@ -227,6 +381,8 @@ def main():
                   f"broken {stub}: {r['shape']['name']}: {r.get('status')} {r.get('reason')!r}")
         check(len(doc["rows"]) == 4, "broken fla: one row per backend and shape")
 
+    conv_tests()
+
     # A malformed peers.json fails the schema check (the check can fail).
     before = len(FAILURES)
     QUIET[0] = True
@@ -249,6 +405,19 @@ def main():
     del FAILURES[before:]
     if negative != ["negative: rows[0]: kernel_times"]:  # that check alone fails
         FAILURES.append(f"the schema check of kernel_times: {negative}")
+    # A GDN document is not a conv one: its backends are not the conv's.
+    before = len(FAILURES)
+    QUIET[0] = True
+    validate_peers({"schema": "qwen-recipe gdn-peers 1", "op": "gdn", "modes": [], "warmup": 1,
+                    "iters": 1, "env": {}, "rows": [{"backend": "flash_qla", "status": "error",
+                                                     "reason": "x", "versions": {},
+                                                     "shape": {"name": "c", "B": 1, "T": 1,
+                                                               "Hk": 1, "Hv": 1, "D": 1}}]},
+                   "negative conv", op="conv")
+    QUIET[0] = False
+    if len(FAILURES) == before:
+        FAILURES.append("the conv schema check accepts a GDN document")
+    del FAILURES[before:]
 
     if FAILURES:
         print(f"{len(FAILURES)} failures", file=sys.stderr)

@@ -33,7 +33,9 @@ const char* kResults = R"json({
    "status": "unavailable", "reason": "not installed: pip install flash-qla (no module 'flash_qla')",
    "versions": {"torch": "2.11.0"}, "extra": [1, 2.5e-3, true, null, NaN]},
   {"backend": "transformer_engine", "shape": {"name": "qwen35_397b", "B": 1, "T": 4096, "Hk": 16, "Hv": 64, "D": 128},
-   "status": "error", "reason": "cudnnGraphNotSupportedError: no engine \"sm_90\"", "versions": {}}
+   "status": "error", "reason": "cudnnGraphNotSupportedError: no engine \"sm_90\"", "versions": {}},
+  {"backend": "fla", "shape": {"name": "qwen35_35b", "B": 4, "T": 4096, "Hk": 16, "Hv": 32, "D": 128},
+   "status": "ok", "versions": {}, "own_kernels_ms": 0.215, "outputs": "/tmp/x/fla-shape0.json"}
  ]
 })json";
 
@@ -54,7 +56,7 @@ HostTensor f32(const std::string& name, std::vector<float> v) {
 TEST_CASE("peers.json: rows with status, reasons, versions, times, memory", "[gdn][peers]") {
   std::vector<Row> rows;
   REQUIRE(parse_results(kResults, rows).empty());
-  REQUIRE(rows.size() == 3);
+  REQUIRE(rows.size() == 4);
   const Row& fla = rows[0];
   CHECK(fla.backend == "fla");
   CHECK(fla.status == "ok");
@@ -85,6 +87,8 @@ TEST_CASE("peers.json: rows with status, reasons, versions, times, memory", "[gd
   CHECK(rows[1].reason == "not installed: pip install flash-qla (no module 'flash_qla')");
   CHECK(rows[1].times.empty());
   CHECK(rows[2].reason == "cudnnGraphNotSupportedError: no engine \"sm_90\"");
+  CHECK(fla.own_kernels_ms < 0);                  // absent: a GDN row
+  CHECK(rows[3].own_kernels_ms == Approx(0.215)); // a conv row: the peer's own kernels' time
 }
 
 TEST_CASE("peers.json: wrong files are errors, not empty results", "[gdn][peers]") {

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""gdn-bench's driver for the Python GatedDeltaNet backends (docs/gdn-bench.md, "Peers").
+"""gdn-bench's driver for the Python GatedDeltaNet and short-convolution backends
+(docs/gdn-bench.md, "Peers" and "Short convolution").
 
 gdn-bench writes the inputs it generated (the very tensors, see tensors_io below) into one folder
 per shape and starts this script; it runs each peer backend on those tensors, times it the way
@@ -10,6 +11,8 @@ measures its memory, writes its outputs and gradients back for gdn-bench to comp
     gdn_peers.py gdn --inputs DIR [--inputs DIR ...] --out DIR [--backend fla,flash_qla,...]
                      [--modes fwd,fwd-train,bwd,fwdbwd] [--warmup N] [--iters N]
                      [--prepare-timeout S]
+    gdn_peers.py conv --inputs DIR [--inputs DIR ...] --out DIR [--backend fla,causal_conv1d]
+                      [--modes fwd,bwd,fwdbwd] [--warmup N] [--iters N] [--prepare-timeout S]
     gdn_peers.py plot --json GDN_BENCH_JSON --out FILE.png|FILE.svg
 
 Backends (each backend and shape runs in a process of its own, so that the packages cannot see
@@ -22,6 +25,15 @@ then have the GPU to themselves, one process at a time):
   flash_qla           FlashQLA's chunk_gated_delta_rule, called directly.
   transformer_engine  cuDNN frontend's gated_delta_net, the op Transformer Engine's
                       GatedDeltaNetAttention runs (Megatron-Core's `transformer_engine` backend).
+
+The short convolution's backends (`conv`) run the peer's causal depthwise conv with SiLU on
+mixed_qkv, then the rest of gdn-bench's conv op in PyTorch (the split, the l2norm of q and k, the
+gates g and beta), so that their outputs and gradients are those of our `fused`:
+  fla                 FLA's Triton causal_conv1d (backend="triton"), pinned:
+                      FLA_DISABLE_BACKEND_DISPATCH=1 (no Gluon or other FLA backend can take the
+                      call) and `tilelang` / `flash_qla` refused at import; checked from the
+                      kernels that ran.
+  causal_conv1d       Dao-AILab's causal-conv1d (causal_conv1d_fn, CUDA), where installed.
 
 The top level needs only the standard library: without PyTorch every row says "not installed".
 Exit codes: 0 (also when a backend could not run: its row says why), 2 bad arguments or inputs.
@@ -38,33 +50,54 @@ import time
 
 SCHEMA = "qwen-recipe gdn-peers 1"
 TENSORS_FORMAT = "qwen-recipe gdn-bench tensors 1"
-BACKENDS = ("fla", "flash_qla", "transformer_engine")
-MODES = ("fwd", "fwd-train", "bwd", "fwdbwd")
+BACKENDS = {"gdn": ("fla", "flash_qla", "transformer_engine"), "conv": ("fla", "causal_conv1d")}
+MODES = {"gdn": ("fwd", "fwd-train", "bwd", "fwdbwd"), "conv": ("fwd", "bwd", "fwdbwd")}
 
-# What each backend imports, and the install hint of its row when that is missing.
+# What each backend imports, and the install hint of its row when that is missing (with a note
+# on the package, or "").
 NEEDS = {
-    "fla": [("fla", "pip install flash-linear-attention")],
-    "flash_qla": [("flash_qla", "pip install flash-qla"), ("tilelang", "pip install tilelang")],
-    "transformer_engine": [("cudnn", "pip install nvidia-cudnn-frontend")],
+    "gdn": {
+        "fla": [("fla", "pip install flash-linear-attention", "")],
+        "flash_qla": [("flash_qla", "pip install flash-qla", ""),
+                      ("tilelang", "pip install tilelang", "")],
+        "transformer_engine": [("cudnn", "pip install nvidia-cudnn-frontend", "")],
+    },
+    "conv": {
+        "fla": [("fla", "pip install flash-linear-attention", "")],
+        "causal_conv1d": [("causal_conv1d", "pip install causal-conv1d",
+                           "; PyPI has its source only: installing compiles its CUDA extension "
+                           "against the installed PyTorch")],
+    },
 }
 # Distribution names whose versions a row reports.
 VERSIONS = {
-    "fla": ["torch", "triton", "flash-linear-attention", "fla-core"],
-    "flash_qla": ["torch", "triton", "flash-qla", "tilelang", "apache-tvm-ffi"],
-    "transformer_engine": ["torch", "nvidia-cudnn-frontend", "transformer-engine",
-                           "nvidia-cutlass-dsl", "cuda-tile"],
+    "gdn": {
+        "fla": ["torch", "triton", "flash-linear-attention", "fla-core"],
+        "flash_qla": ["torch", "triton", "flash-qla", "tilelang", "apache-tvm-ffi"],
+        "transformer_engine": ["torch", "nvidia-cudnn-frontend", "transformer-engine",
+                               "nvidia-cutlass-dsl", "cuda-tile"],
+    },
+    "conv": {
+        "fla": ["torch", "triton", "flash-linear-attention", "fla-core"],
+        "causal_conv1d": ["torch", "causal-conv1d"],
+    },
 }
 BLOCKED_FOR_FLA = ("tilelang", "flash_qla")
 KERNEL_PROFILE_STEPS = 5  # training steps torch.profiler averages the per-kernel times over
+# The tensors of each op's inputs.json (conv: "bias" too when the manifest says bias: true).
+INPUT_TENSORS = {
+    "gdn": ("q", "k", "v", "g", "beta", "do"),
+    "conv": ("x", "weight", "a", "b", "A_log", "dt_bias", "dq", "dk", "dv", "dg", "dbeta"),
+}
 
 
 def log(msg):
     print(f"gdn-peers: {msg}", file=sys.stderr, flush=True)
 
 
-def versions(backend):
+def versions(op, backend):
     out = {}
-    for dist in VERSIONS[backend]:
+    for dist in VERSIONS[op][backend]:
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -72,11 +105,11 @@ def versions(backend):
     return out
 
 
-def missing_reason(backend):
+def missing_reason(op, backend):
     """The row's reason when a package the backend imports is not installed, else None."""
-    for module, hint in [("torch", "pip install torch")] + NEEDS[backend]:
+    for module, hint, note in [("torch", "pip install torch", "")] + NEEDS[op][backend]:
         if importlib.util.find_spec(module) is None:
-            return f"not installed: {hint} (no module '{module}')"
+            return f"not installed: {hint} (no module '{module}'{note})"
     return None
 
 
@@ -91,9 +124,10 @@ def atomic_write(path, text):
 # The tensor files: NAME.json (manifest) + NAME.bin (raw little-endian bytes, back to back).
 # Manifest: {"format": TENSORS_FORMAT, "shape": {...}, "tensors": [{"name", "dtype" (bf16 | f32),
 # "shape": [...], "offset", "bytes"}], ...}. gdn-bench writes inputs.json/.bin (q, k, v, g, beta,
-# do, and h0, dht with --initial-state); a backend's outputs come back the same way.
+# do, and h0, dht with --initial-state; --op conv: "op": "conv", "bias", and the INPUT_TENSORS);
+# a backend's outputs come back the same way.
 
-def read_manifest(folder):
+def read_manifest(folder, op="gdn"):
     path = os.path.join(folder, "inputs.json")
     try:
         with open(path) as f:
@@ -102,11 +136,14 @@ def read_manifest(folder):
         raise SystemExit(f"error: --inputs {folder}: cannot read inputs.json: {e}")
     if m.get("format") != TENSORS_FORMAT:
         raise SystemExit(f"error: --inputs {folder}: inputs.json is not a '{TENSORS_FORMAT}' file")
-    for key in ("shape", "tensors", "scale", "l2norm"):
+    if m.get("op", "gdn") != op:
+        raise SystemExit(f"error: --inputs {folder}: inputs.json holds the inputs of op "
+                         f"'{m.get('op', 'gdn')}', not of '{op}'")
+    for key in ("shape", "tensors") + (("scale", "l2norm") if op == "gdn" else ("bias",)):
         if key not in m:
             raise SystemExit(f"error: --inputs {folder}: inputs.json has no '{key}'")
     names = {t["name"] for t in m["tensors"]}
-    for need in ("q", "k", "v", "g", "beta", "do"):
+    for need in INPUT_TENSORS[op] + (("bias",) if op == "conv" and m["bias"] else ()):
         if need not in names:
             raise SystemExit(f"error: --inputs {folder}: inputs.json has no tensor '{need}'")
     return m
@@ -227,6 +264,33 @@ def make_backend(name, cc):
     raise ValueError(name)
 
 
+def make_conv_backend(name):
+    """Returns (conv, note, own): conv(x [B,T,C], weight [C,W], bias [C] | None) -> silu(causal
+    depthwise conv) [B,T,C]; own(kernel name) says whether a CUDA kernel is the peer's own."""
+    if name == "fla":
+        import fla.backends
+        from fla.modules.causal_conv1d import causal_conv1d
+        if not fla.backends._DISPATCH_DISABLED:
+            raise RuntimeError("FLA's backend dispatch is on (FLA_DISABLE_BACKEND_DISPATCH=1 was "
+                               "not seen at import): its causal_conv1d may not be Triton")
+        fla_triton = triton_kernel_names("fla.modules.causal_conv1d.ops")
+
+        def conv(x, weight, bias):
+            return causal_conv1d(x, weight, bias, activation="silu", backend="triton")[0]
+        return conv, ("FLA Triton causal_conv1d (backend='triton', silu; "
+                      "FLA_DISABLE_BACKEND_DISPATCH=1, tilelang and flash_qla refused at import); "
+                      "split, q/k l2norm and gates in PyTorch"), lambda k: k in fla_triton
+    if name == "causal_conv1d":
+        from causal_conv1d import causal_conv1d_fn
+
+        def conv(x, weight, bias):  # x [B, T, C] as [B, C, T] with channels last, as FLA calls it
+            return causal_conv1d_fn(x.transpose(1, 2), weight, bias,
+                                    activation="silu").transpose(1, 2)
+        return conv, ("causal-conv1d causal_conv1d_fn (CUDA, silu, channels-last x); split, q/k "
+                      "l2norm and gates in PyTorch"), lambda k: "causal_conv1d" in k
+    raise ValueError(name)
+
+
 class Heartbeat:
     """Prints a line every `every` seconds while a long first call (compile, autotune) runs."""
 
@@ -260,10 +324,14 @@ def worker(args):
     dev = torch.device("cuda")
     cc = torch.cuda.get_device_capability()
     result = {"backend": args.backend, "shapes": []}
+    own = None  # conv: which CUDA kernels are the peer's own
     try:
         log(f"{args.backend}: importing")
         with Heartbeat(f"{args.backend}: importing"):
-            call, note = make_backend(args.backend, cc)
+            if args.op == "conv":
+                call, note, own = make_conv_backend(args.backend)
+            else:
+                call, note = make_backend(args.backend, cc)
     except Exception as e:  # the library's own reason, verbatim
         result["error"] = f"{type(e).__name__}: {e}"
         log(f"{args.backend}: {result['error']}")
@@ -275,13 +343,14 @@ def worker(args):
     result["runs"] = note
     problems = []
     for folder in args.inputs:
-        m = read_manifest(folder)
+        m = read_manifest(folder, args.op)
         name = m["shape"]["name"]
         entry = {"shape": m["shape"], "input": folder}
         result["shapes"].append(entry)
         try:
             ins = load_tensors(folder, m, dev)
-            p = Problem(call, ins, m["scale"], m["l2norm"])
+            p = (ConvProblem(call, ins, m["shape"], m["bias"]) if args.op == "conv" else
+                 Problem(call, ins, m["scale"], m["l2norm"]))
             t0 = time.time()
             log(f"{args.backend} {name}: first calls (compile / autotune)")
             with Heartbeat(f"{args.backend} {name}: compiling / autotuning"):
@@ -315,8 +384,13 @@ def worker(args):
             entry["outputs"] = stem + ".json"
         entry["memory"] = attempt("memory", p.memory)
         entry["kernels"], entry["kernel_times"] = attempt("kernels", p.kernels) or ([], [])
+        if own is not None and entry["kernel_times"]:  # conv: the peer's kernels' share of a step
+            entry["own_kernels_ms"] = round(sum(
+                t["us"] for t in entry["kernel_times"] if own(t["name"])) / 1e3, 4)
         if args.backend == "fla":
-            entry["pinned"] = attempt("kernel check", lambda: fla_pinned(entry["kernels"]))
+            entry["pinned"] = attempt("kernel check", lambda: (
+                fla_conv_pinned(entry["kernels"]) if args.op == "conv" else
+                fla_pinned(entry["kernels"])))
         entry["times"] = {}
         for mode in args.modes:
             log(f"{args.backend} {name}: timing {mode}")
@@ -342,8 +416,27 @@ def fla_pinned(kernels):
                      f"tilelang / flash_qla imported: {', '.join(imported) or 'no'}")}
 
 
+def fla_conv_pinned(kernels):
+    """How the run shows that FLA ran its Triton causal_conv1d: its dispatch was off (so FLA's
+    @dispatch registered nothing and no Gluon kernel, whose names are the same, could run), the
+    Triton kernels of fla.modules.causal_conv1d.ops that ran, and neither tilelang nor flash_qla
+    imported."""
+    import fla.backends
+    fla_triton = triton_kernel_names("fla.modules.causal_conv1d.ops")
+    ran = sorted(k for k in kernels if k in fla_triton)
+    imported = [m for m in BLOCKED_FOR_FLA if m in sys.modules]
+    disabled = bool(fla.backends._DISPATCH_DISABLED) and not fla.backends._function_registries
+    ok = bool(ran) and disabled and not imported
+    return {"verified": ok, "fla_triton_kernels": ran, "other_kernels": len(kernels) - len(ran),
+            "imported": imported,
+            "text": (f"{len(ran)} FLA Triton conv kernels ran ({', '.join(ran)}); FLA dispatch "
+                     f"{'off' if disabled else 'ON'}; tilelang / flash_qla imported: "
+                     f"{', '.join(imported) or 'no'}")}
+
+
 class Problem:
-    """One shape's tensors for one backend, and the measurements gdn-bench makes of ours."""
+    """One shape's tensors for one backend, and the measurements gdn-bench makes of ours. fwd()
+    returns the outputs, bwd(*outputs) runs the backward from them."""
 
     def __init__(self, call, ins, scale, l2norm):
         import torch
@@ -380,8 +473,7 @@ class Problem:
 
     def fwdbwd(self):
         self.clear()
-        o, ht = self.fwd()
-        self.bwd(o, ht)
+        self.bwd(*self.fwd())
 
     def first_calls(self):
         self.fwd_infer()
@@ -406,11 +498,12 @@ class Problem:
         self.clear()
         torch.cuda.synchronize()
         base = torch.cuda.memory_allocated()
-        o, ht = self.fwd()
+        outs = self.fwd()
         torch.cuda.synchronize()
-        saved = torch.cuda.memory_allocated() - base - o.untyped_storage().nbytes() - \
-            (ht.untyped_storage().nbytes() if ht is not None else 0)
-        del o, ht
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                    for t in outs if t is not None}  # views (conv: v of y) counted once
+        saved = torch.cuda.memory_allocated() - base - sum(storages.values())
+        del outs
         self.clear()
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -442,12 +535,12 @@ class Problem:
 
         def prep_bwd():  # the backward reads what a training forward just kept
             self.clear()
-            ctx["o"], ctx["ht"] = self.fwd()
+            ctx["outs"] = self.fwd()
 
         run, pre = {
             "fwd": (self.fwd_infer, None),
             "fwd-train": (self.fwd, None),
-            "bwd": (lambda: self.bwd(ctx["o"], ctx["ht"]), prep_bwd),
+            "bwd": (lambda: self.bwd(*ctx["outs"]), prep_bwd),
             "fwdbwd": (self.fwdbwd, None),
         }[mode]
         out = {"eager": stats(self.eager(run, pre, warmup, iters))}
@@ -513,6 +606,53 @@ class Problem:
         return [s.elapsed_time(e) for s, e in ev]
 
 
+class ConvProblem(Problem):
+    """gdn-bench's conv op on one shape's tensors, the conv (with SiLU) by the peer: y = conv(x),
+    q, k, v = split(y) with q, k l2-normalised per head (x / sqrt(|x|^2 + 1e-6), fp32), g =
+    -exp(A_log) softplus(a + dt_bias) (fp32), beta = sigmoid(b); the backward from dq, dk, dv,
+    dg, dbeta to x, weight, (bias), a, b, A_log, dt_bias."""
+
+    def __init__(self, conv, ins, shape, bias):
+        import torch
+        self.torch = torch
+        self.conv = conv
+        self.Hk, self.Hv, self.D = shape["Hk"], shape["Hv"], shape["D"]
+        self.grads_in = [ins[n] for n in ("dq", "dk", "dv", "dg", "dbeta")]
+        self.names = ["x", "weight"] + (["bias"] if bias else []) + ["a", "b", "A_log", "dt_bias"]
+        self.leaves = [ins[n].clone().requires_grad_(True) for n in self.names]
+        props = torch.cuda.get_device_properties(0)
+        self.flush = torch.empty(2 * max(getattr(props, "L2_cache_size", 0), 64 << 20),
+                                 dtype=torch.uint8, device="cuda")
+
+    def fwd(self):
+        torch = self.torch
+        t = dict(zip(self.names, self.leaves))
+        y = self.conv(t["x"], t["weight"], t.get("bias"))
+        B, T = y.shape[0], y.shape[1]
+        kd, vd = self.Hk * self.D, self.Hv * self.D
+        q, k, v = y.split([kd, kd, vd], dim=-1)
+
+        def l2norm(h):
+            h = h.reshape(B, T, -1, self.D).float()
+            return (h * torch.rsqrt(h.square().sum(-1, keepdim=True) + 1e-6)).to(y.dtype)
+        g = -t["A_log"].float().exp() * torch.nn.functional.softplus(t["a"].float() + t["dt_bias"])
+        return (l2norm(q), l2norm(k), v.reshape(B, T, self.Hv, self.D), g,
+                torch.sigmoid(t["b"]))
+
+    def bwd(self, *outs):
+        self.torch.autograd.backward(list(outs), self.grads_in, retain_graph=True)
+
+    def outputs(self):
+        self.clear()
+        outs = self.fwd()
+        self.bwd(*outs)
+        self.torch.cuda.synchronize()
+        out = list(zip(("q", "k", "v", "g", "beta"), outs)) + \
+            [("d" + n, t.grad) for n, t in zip(self.names, self.leaves)]
+        self.clear()
+        return [(n, t) for n, t in out if t is not None]  # a missing one fails gdn-bench's check
+
+
 def stats(ms):
     ms = sorted(ms)
     n = len(ms)
@@ -523,14 +663,16 @@ def stats(ms):
 # ------------------------------------------------------------------------------------------------
 # Top level: which backends can run, one worker process each, their GPU turns one at a time.
 
-def gdn(args):
-    manifests = [read_manifest(d) for d in args.inputs]
+def run_peers(args):
+    """The `gdn` and `conv` subcommands (args.cmd is the op)."""
+    op = args.cmd
+    manifests = [read_manifest(d, op) for d in args.inputs]
     os.makedirs(args.out, exist_ok=True)
     env_info = {"python": sys.version.split()[0]}
     rows, workers = [], []
     for backend in args.backend:
-        reason = missing_reason(backend)
-        vers = versions(backend)
+        reason = missing_reason(op, backend)
+        vers = versions(op, backend)
         if reason:
             log(f"{backend}: {reason}")
             rows += [{"backend": backend, "shape": m["shape"], "status": "unavailable",
@@ -539,13 +681,16 @@ def gdn(args):
         env = dict(os.environ)
         if backend == "fla":
             env["FLA_FLASH_QLA"] = "0"
+            if op == "conv":  # FLA's @dispatch then keeps its Triton functions (no Gluon)
+                env["FLA_DISABLE_BACKEND_DISPATCH"] = "1"
         # One process per shape: the first calls (TileLang's compiles, FLA's Triton autotuning)
         # run side by side; the timed runs then take the GPU one process at a time.
         for i, folder in enumerate(args.inputs):
             result = os.path.join(args.out, f"{backend}-{i}.result.json")
             cmd = [sys.executable, os.path.abspath(__file__), "worker", "--backend", backend,
                    "--result", result, "--out", args.out, "--modes", ",".join(args.modes),
-                   "--warmup", str(args.warmup), "--iters", str(args.iters), "--inputs", folder]
+                   "--warmup", str(args.warmup), "--iters", str(args.iters), "--inputs", folder,
+                   "--op", op]
             workers.append({"backend": backend, "cmd": cmd, "env": env, "result": result,
                             "versions": vers, "group": [folder]})
     deadline = time.time() + args.prepare_timeout if args.prepare_timeout else None
@@ -605,7 +750,7 @@ def gdn(args):
     order = {b: i for i, b in enumerate(args.backend)}
     names = [m["shape"]["name"] for m in manifests]
     rows.sort(key=lambda r: (order[r["backend"]], names.index(r["shape"]["name"])))
-    doc = {"schema": SCHEMA, "op": "gdn", "env": env_info, "modes": list(args.modes),
+    doc = {"schema": SCHEMA, "op": op, "env": env_info, "modes": list(args.modes),
            "warmup": args.warmup, "iters": args.iters, "rows": rows}
     atomic_write(os.path.join(args.out, "peers.json"), json.dumps(doc, indent=1) + "\n")
     return 0
@@ -634,7 +779,7 @@ def worker_rows(w, manifests, inputs):
                 runs += "; failed steps: " + " | ".join(e["step_errors"])
             row.update(status="ok", runs=runs)
             for key in ("first_call_s", "outputs", "memory", "kernels", "kernel_times", "pinned",
-                        "times"):
+                        "times", "own_kernels_ms"):
                 if e.get(key) is not None:
                     row[key] = e[key]
         rows.append(row)
@@ -673,7 +818,8 @@ def plot(args):
         t = r.get("times", {}).get(mode, {}).get("graph_ms")
         return t["median"] if t else None
 
-    title = f"GatedDeltaNet, {doc.get('device', '?')}, CUDA-graph medians ({doc.get('date', '')})"
+    what = "Short convolution" if doc.get("op") == "conv" else "GatedDeltaNet"
+    title = f"{what}, {doc.get('device', '?')}, CUDA-graph medians ({doc.get('date', '')})"
     if any(len(v) > 1 for v in lens.values()):
         fig, axes = plt.subplots(len(shapes), len(modes), figsize=(11, 4 * len(shapes)),
                                  squeeze=False)
@@ -771,22 +917,27 @@ class Parser(argparse.ArgumentParser):
 def main(argv=None):
     ap = Parser(prog="gdn_peers.py", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
-    for name in ("gdn", "worker"):
-        p = sub.add_parser(name, help="time the peer backends on gdn-bench's inputs"
-                           if name == "gdn" else argparse.SUPPRESS)
+    helps = {"gdn": "time the GatedDeltaNet peer backends on gdn-bench's inputs",
+             "conv": "time the short convolution's peer backends on gdn-bench --op conv's inputs",
+             "worker": argparse.SUPPRESS}
+    for name in ("gdn", "conv", "worker"):
+        p = sub.add_parser(name, help=helps[name])
         p.add_argument("--inputs", action="append", required=True,
                        help="a folder with inputs.json / inputs.bin (repeatable: one per shape)")
         p.add_argument("--out", required=True, help="folder for peers.json and the outputs")
-        p.add_argument("--modes", type=csv_choice(MODES, "mode"), default=list(MODES))
+        modes = MODES.get(name, MODES["gdn"])
+        p.add_argument("--modes", type=csv_choice(modes, "mode"), default=list(modes))
         p.add_argument("--warmup", type=non_negative, default=3)
         p.add_argument("--iters", type=positive, default=20)
-        if name == "gdn":
-            p.add_argument("--backend", type=csv_choice(BACKENDS, "backend"),
-                           default=list(BACKENDS))
+        if name != "worker":
+            p.add_argument("--backend", type=csv_choice(BACKENDS[name], "backend"),
+                           default=list(BACKENDS[name]))
             p.add_argument("--prepare-timeout", type=non_negative, default=0,
                            help="seconds the first calls may take, 0 for no limit")
         else:
-            p.add_argument("--backend", choices=BACKENDS, required=True)
+            p.add_argument("--op", choices=tuple(BACKENDS), default="gdn")
+            p.add_argument("--backend", choices=sorted({b for v in BACKENDS.values() for b in v}),
+                           required=True)
             p.add_argument("--result")
             p.add_argument("--import-only", action="store_true")
     p = sub.add_parser("plot", help="plot gdn-bench's --json file")
@@ -794,7 +945,7 @@ def main(argv=None):
     p.add_argument("--out", required=True, help="FILE.png or FILE.svg")
     args = ap.parse_args(argv)
     try:
-        return {"gdn": gdn, "worker": worker, "plot": plot}[args.cmd](args)
+        return {"gdn": run_peers, "conv": run_peers, "worker": worker, "plot": plot}[args.cmd](args)
     except SystemExit as e:
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
