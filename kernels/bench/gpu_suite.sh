@@ -76,7 +76,7 @@ SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
   echo "rc=$?"
   cat "$OUT/bench.txt"
   echo "== gdn-bench --op conv"
-  timeout 120 "$BIN/gdn-bench" --op conv 2>/dev/null
+  timeout 120 "$BIN/gdn-bench" --op conv --backend cudnn,fused --baseline cudnn 2>/dev/null
   echo "rc=$?"
 } >>"$L" 2>&1
 cat "$L"
