@@ -288,6 +288,14 @@ __device__ __forceinline__ void load_G(float* dst, const float* src) {
     cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
 }
 
+// A bf16 pair in shared memory from / to two floats (the scans' element-pair epilogues).
+__device__ __forceinline__ void store_bf16x2(bf16* p, float x0, float x1) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
+}
+__device__ __forceinline__ float2 load_bf16x2(const bf16* p) {
+  return bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(p));
+}
+
 // Copies a ROWS x COLS bf16 tile from shared memory (row stride ld_src) to global memory (row
 // stride ld_dst) in 16-byte pieces; COLS a multiple of 8.
 template <int ROWS, int COLS, int THREADS = kThreads>
