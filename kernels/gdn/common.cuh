@@ -144,10 +144,10 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// f(row, col) for each 8-column piece of a ROWS x COLS tile that this thread takes, THREADS
-// threads (the CTA) sharing the tile: the trip count fixed at compile time and each thread's row
-// and column found once (a generic loop's 64-bit index math per piece was a third of bwd_intra's
-// instructions).
+// f(row, col) for each 8-column piece of a ROWS x COLS tile that this thread takes, the CTA's
+// THREADS threads (blockDim.x == THREADS: every piece is taken once) sharing the tile: the trip
+// count fixed at compile time and each thread's row and column found once (a generic loop's 64-bit
+// index math per piece was a third of bwd_intra's instructions).
 template <int ROWS, int COLS, int THREADS, class F>
 __device__ __forceinline__ void for_each_piece(F&& f) {
   constexpr int kVec = COLS / 8, kPass = THREADS / kVec; // rows per pass
