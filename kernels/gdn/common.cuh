@@ -144,17 +144,47 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Copies a rows x cols bf16 tile (cols a multiple of 8) from global rows `src + r * src_stride`
-// into shared memory with row stride `ld`; rows at or past `valid_rows` become zeros.
+// f(row, col) for each 8-column piece of a ROWS x COLS tile that this thread takes, the CTA's
+// THREADS threads (blockDim.x == THREADS: every piece is taken once) sharing the tile: the trip
+// count fixed at compile time and each thread's row and column found once (a generic loop's 64-bit
+// index math per piece was a third of bwd_intra's instructions).
+template <int ROWS, int COLS, int THREADS, class F>
+__device__ __forceinline__ void for_each_piece(F&& f) {
+  constexpr int kVec = COLS / 8, kPass = THREADS / kVec; // rows per pass
+  static_assert(COLS % 8 == 0 && THREADS % kVec == 0 && ROWS % kPass == 0);
+  const int r0 = threadIdx.x / kVec, c = threadIdx.x % kVec * 8;
+#pragma unroll
+  for (int p = 0; p < ROWS / kPass; ++p)
+    f(r0 + p * kPass, c);
+}
+
+// Copies a ROWS x COLS bf16 tile from global rows `src + r * src_stride` into shared memory with
+// row stride `ld` in 16-byte cp.async pieces; rows at or past `valid_rows` become zeros.
 template <int ROWS, int COLS, int THREADS>
 __device__ __forceinline__ void load_tile_async(bf16* dst, int ld, const bf16* src,
-                                                int64_t src_stride, int valid_rows) {
-  constexpr int kVec = COLS / 8;
-  for (int i = threadIdx.x; i < ROWS * kVec; i += THREADS) {
-    const int r = i / kVec, c = (i % kVec) * 8;
-    const bool ok = r < valid_rows;
-    cp_async16(dst + r * ld + c, ok ? src + r * src_stride + c : src, ok);
-  }
+                                                int64_t src_stride, int valid_rows = ROWS) {
+  for_each_piece<ROWS, COLS, THREADS>([&](int r, int c) {
+    const bool ok = valid_rows >= ROWS || r < valid_rows;
+    cp_async16(dst + r * ld + c, src + (ok ? r : 0) * src_stride + c, ok);
+  });
+}
+
+// A bf16 pair as two floats, the first element in the low half: two integer instructions, where
+// __bfloat1622float2 takes three.
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t u) {
+  return {__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u)};
+}
+
+// 2^x on the special-function unit with denormal results flushed to zero, and exp(x) as 2^(x
+// log2(e)): __expf without its range fix for denormal results (four instructions and a branch).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float exp_ftz(float x) {
+  return exp2_ftz(x * kLog2e);
 }
 
 // Fragment of a warp's WM x WN fp32 accumulator tile built from m16n8 pieces.

@@ -288,37 +288,41 @@ __device__ __forceinline__ void load_G(float* dst, const float* src) {
     cp_async16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
 }
 
+// A bf16 pair in shared memory from / to two floats (the scans' element-pair epilogues).
+__device__ __forceinline__ void store_bf16x2(bf16* p, float x0, float x1) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
+}
+__device__ __forceinline__ float2 load_bf16x2(const bf16* p) {
+  return bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(p));
+}
+
 // Copies a ROWS x COLS bf16 tile from shared memory (row stride ld_src) to global memory (row
-// stride ld_dst) in 16-byte pieces; COLS a multiple of 8. THREADS threads share the copy, `t` the
-// caller's index among them.
+// stride ld_dst) in 16-byte pieces; COLS a multiple of 8.
 template <int ROWS, int COLS, int THREADS = kThreads>
-__device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16* src, int ld_src,
-                                           int t = threadIdx.x) {
-  constexpr int kVec = COLS / 8;
-  for (int i = t; i < ROWS * kVec; i += THREADS) {
-    const int r = i / kVec, c = (i % kVec) * 8;
+__device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16* src, int ld_src) {
+  for_each_piece<ROWS, COLS, THREADS>([&](int r, int c) {
     *reinterpret_cast<uint4*>(dst + r * ld_dst + c) =
         *reinterpret_cast<const uint4*>(src + r * ld_src + c);
-  }
+  });
 }
 
 // The backward scans' Q operand: the chunk's q rows (row stride kLdD, in shared memory) times
 // scale exp(G_i), in place, by the CTA's THREADS threads, 8 columns at a time.
 template <int THREADS>
 __device__ __forceinline__ void scale_q_rows(bf16* q, const float* G, float scale) {
-  for (int e = threadIdx.x; e < kC * kD / 8; e += THREADS) {
-    const int i = e / (kD / 8), c = (e % (kD / 8)) * 8;
-    const float f = scale * __expf(G[i]);
-    uint4* p = reinterpret_cast<uint4*>(q + i * kLdD + c);
-    uint4 x = *p;
-    __nv_bfloat162* y = reinterpret_cast<__nv_bfloat162*>(&x);
+  for_each_piece<kC, kD, THREADS>([&](int i, int c) {
+    const float f = scale * exp_ftz(G[i]);
+    uint4* const at = reinterpret_cast<uint4*>(q + i * kLdD + c);
+    uint4 x = *at;
+    uint32_t* const y = reinterpret_cast<uint32_t*>(&x);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float2 t = __bfloat1622float2(y[j]);
-      y[j] = __floats2bfloat162_rn(t.x * f, t.y * f);
+      const float2 t = bf16x2_to_float2(y[j]);
+      const __nv_bfloat162 z = __floats2bfloat162_rn(t.x * f, t.y * f);
+      y[j] = *reinterpret_cast<const uint32_t*>(&z);
     }
-    *p = x;
-  }
+    *at = x;
+  });
 }
 
 // The scans' grid: value columns per CTA (see the header comment) and gridDim.z: when split, the

@@ -37,44 +37,10 @@ using chunked::store_acc_bf16;
 using chunked::sum_parts;
 
 constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
-constexpr float kLog2e = 1.4426950408889634f;
 // The slots of a Parts: a warp's row sums go to slot nb (its column band), its column sums to
 // slot 4 + mb (its row band), so no two warps update one slot's entry in the same pass.
 constexpr int kSlots = 8;
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
-
-// 2^x on the special-function unit with denormal results flushed to zero: the in-chunk decays
-// exp(G_i - G_j) as 2^(G2_i - G2_j), G2 = G log2(e), without __expf's scaling and its range fix
-// for denormal results (four instructions more per element, and a branch per masked element).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// load_tile_async for this kernel's block: the trip count fixed at compile time (kIntraThreads
-// threads, the tile a whole number of passes) and each thread's row and column found once, so a
-// 16-byte copy costs a few instructions instead of a generic loop's 64-bit index math. Rows at or
-// past valid_rows become zeros.
-template <int ROWS, int COLS>
-__device__ __forceinline__ void load_tile(bf16* dst, int ld, const bf16* src, int64_t stride,
-                                          int valid_rows = ROWS) {
-  constexpr int kVec = COLS / 8, kPass = kIntraThreads / kVec; // rows per pass
-  static_assert(kIntraThreads % kVec == 0 && ROWS % kPass == 0);
-  const int r0 = threadIdx.x / kVec, c = threadIdx.x % kVec * 8;
-#pragma unroll
-  for (int p = 0; p < ROWS / kPass; ++p) {
-    const int r = r0 + p * kPass;
-    const bool ok = valid_rows >= ROWS || r < valid_rows;
-    cp_async16(dst + r * ld + c, src + (ok ? r : 0) * stride + c, ok);
-  }
-}
-
-// A bf16 pair as two floats, the first element in the low half: two integer instructions, where
-// __bfloat1622float2 takes three.
-__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t u) {
-  return {__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u)};
-}
 
 // part[slot][row] += sum over the warp tile's columns of value * t(row, col), with t bf16 in shared
 // memory (row stride ld) read in the fragment's column pairs.
@@ -197,8 +163,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
 
   const size_t krow0 = (size_t(blockIdx.y) * geo.NT + n) * kC;
-  load_tile<kC, kD>(sm.q, kLdD, ws.qn + krow0 * kD, kD);
-  load_tile<kC, kD>(sm.k, kLdD, ws.kn + krow0 * kD, kD);
+  load_tile_async<kC, kD, kIntraThreads>(sm.q, kLdD, ws.qn + krow0 * kD, kD);
+  load_tile_async<kC, kD, kIntraThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD);
   cp_async_commit();
   if (tid < kC) {
     sm.rq[tid] = ws.rq[krow0 + tid];
@@ -210,17 +176,27 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     return (size_t(b * geo.Hv + hk * geo.group + rr) * geo.NT + n) * kD * kD;
   };
   auto issue_do = [&](int rr) {
-    load_tile<kC, kD>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st, L);
+    load_tile_async<kC, kD, kIntraThreads>(sm.d_o, kLdD, d_o.at(b, t0, hk * geo.group + rr), d_o.st,
+                                           L);
   };
   auto issue_v = [&](int rr) {
-    load_tile<kC, kD>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr), in.v.st, L);
+    load_tile_async<kC, kD, kIntraThreads>(sm.dsl, kLdD, in.v.at(b, t0, hk * geo.group + rr),
+                                           in.v.st, L);
   };
-  auto issue_nu = [&](int rr) { load_tile<kC, kD>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD); };
-  auto issue_dnu = [&](int rr) { load_tile<kC, kD>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD); };
-  auto issue_s0 = [&](int rr) { load_tile<kD, kD>(sm.s0, kLdD, ws.h + st_of(rr), kD); };
-  auto issue_dsl = [&](int rr) { load_tile<kD, kD>(sm.dsl, kLdD, ws.dh + st_of(rr), kD); };
+  auto issue_nu = [&](int rr) {
+    load_tile_async<kC, kD, kIntraThreads>(sm.nu, kLdD, ws.nu + vrow_of(rr) * kD, kD);
+  };
+  auto issue_dnu = [&](int rr) {
+    load_tile_async<kC, kD, kIntraThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(rr) * kD, kD);
+  };
+  auto issue_s0 = [&](int rr) {
+    load_tile_async<kD, kD, kIntraThreads>(sm.s0, kLdD, ws.h + st_of(rr), kD);
+  };
+  auto issue_dsl = [&](int rr) {
+    load_tile_async<kD, kD, kIntraThreads>(sm.dsl, kLdD, ws.dh + st_of(rr), kD);
+  };
   auto issue_a = [&](int rr) {
-    load_tile<kC, kC>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC);
+    load_tile_async<kC, kC, kIntraThreads>(sm.ab[rr & 1], kLdC, ws.a + vrow_of(rr) * kC, kC);
   };
   float nG = 0.f, nGl = 0.f, nbeta = 0.f; // the next head's G, Gl, beta of row tid, in flight
   auto load_scalars = [&](int rr) {

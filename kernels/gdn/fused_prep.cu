@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
     Acc<16, 32> x = qk;
     x.each([&](int r, int c, float& y) {
       const int i = pm0 + r, j = pn0 + c;
-      y = i >= j ? y * geo.scale * __expf(G[i] - G[j]) : 0.f;
+      y = i >= j ? y * geo.scale * exp_ftz(G[i] - G[j]) : 0.f;
     });
     store_acc_bf16(x, ws.ms + (vrow(geo, b * geo.Hv + h0 + hv, n) + pm0) * kC + pn0, kC);
   }
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
         const float gi = G[i];
         const float2 gj = *reinterpret_cast<const float2*>(G + j);
         *reinterpret_cast<float2*>(sm.r.solve.lf + i * kLdF + j) = make_float2(
-            i > j ? y0 * __expf(gi - gj.x) : 0.f, i > j + 1 ? y1 * __expf(gi - gj.y) : 0.f);
+            i > j ? y0 * exp_ftz(gi - gj.x) : 0.f, i > j + 1 ? y1 * exp_ftz(gi - gj.y) : 0.f);
       });
       for (int i = tid; i < kC * kLdF / 4; i += kThreads)
         reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -188,12 +188,12 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
       constexpr int kRowStep = kThreads / (kC / 2);
       static_assert(kThreads % (kC / 2) == 0 && kC % kRowStep == 0);
       const int j = 2 * (tid % (kC / 2));
-      const float b0 = beta[j], b1 = beta[j + 1], e0 = __expf(G[j]), e1 = __expf(G[j + 1]);
+      const float b0 = beta[j], b1 = beta[j + 1], e0 = exp_ftz(G[j]), e1 = exp_ftz(G[j + 1]);
 #pragma unroll
       for (int r = 0; r < kC / kRowStep; ++r) {
         const int i = tid / (kC / 2) + kRowStep * r;
         const float2 a =
-            kBwd ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a_in + i * kC + j))
+            kBwd ? bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(a_in + i * kC + j))
                  : *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
         const float ab0 = a.x * b0, ab1 = a.y * b1;
         *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =

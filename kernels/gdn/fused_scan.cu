@@ -48,7 +48,7 @@ constexpr int kLdV = BV + 8; // padded row stride of BV-wide bf16 tiles
 // (256 / G) x BV/4 (G = 4: 64 x BV/4, 8: 32 x BV/4, 16: 16 x BV/4).
 template <int BV, int W>
 struct ScanTiles {
-  static constexpr int kThreads = 32 * W, SN = BV * 4 / W;
+  static constexpr int SN = BV * 4 / W;
   int sr, sc; // this warp's state tile
   __device__ explicit ScanTiles(int warp) : sr(32 * (warp % 4)), sc(SN * (warp / 4)) {}
 };
@@ -70,13 +70,6 @@ template <int SN>
 __device__ __forceinline__ void save_state(Acc<32, SN>& S, float* at) {
   if (at)
     S.each([&](int r, int c, float& x) { at[r * kD + c] = x; });
-}
-
-__device__ __forceinline__ void store_bf16x2(bf16* p, float x0, float x1) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
-}
-__device__ __forceinline__ float2 load_bf16x2(const bf16* p) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
 }
 
 template <class T>
@@ -169,8 +162,8 @@ __global__ void __launch_bounds__(32 * W, 1)
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
     if (tid < kC) {
-      sm.el[tid] = __expf(Gl - s.G[tid]);
-      sm.gs[tid] = geo.scale * __expf(s.G[tid]);
+      sm.el[tid] = exp_ftz(Gl - s.G[tid]);
+      sm.gs[tid] = geo.scale * exp_ftz(s.G[tid]);
     }
     __syncthreads();
 
@@ -191,7 +184,7 @@ __global__ void __launch_bounds__(32 * W, 1)
       X.each([&](int r, int, float& x) { x *= sm.gs[pr + r]; });
     }
     __syncthreads();
-    const float decay = __expf(Gl);
+    const float decay = exp_ftz(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (!first_half) { // o = P + Ms v_new
@@ -261,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
     if (tid < kC)
-      sm.el[tid] = __expf(Gl - s.G[tid]);
+      sm.el[tid] = exp_ftz(Gl - s.G[tid]);
     __syncthreads();
     store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv);
 
@@ -278,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     });
     __syncthreads();
     store_tile<kC, BV>(ws.nu + row0 * kD + v0, kD, sm.nu, ldv);
-    const float decay = __expf(Gl);
+    const float decay = exp_ftz(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (next.first)
@@ -355,7 +348,7 @@ __global__ void __launch_bounds__(32 * W, 1)
     const float Gl = s.G[kC - 1];
     store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
     if (tid < kC)
-      sm.el[tid] = __expf(Gl - s.G[tid]);
+      sm.el[tid] = exp_ftz(Gl - s.G[tid]);
     scale_q_rows<kT>(s.q, s.G, geo.scale);
     __syncthreads();
     store_tile<kD, BV, kT>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
@@ -373,7 +366,7 @@ __global__ void __launch_bounds__(32 * W, 1)
     }
     __syncthreads();
     store_tile<kC, BV, kT>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
-    const float decay = __expf(Gl);
+    const float decay = exp_ftz(Gl);
     dS.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);

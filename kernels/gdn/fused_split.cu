@@ -67,13 +67,6 @@ struct SegBwdSmem {
   int edge;
 };
 
-__device__ __forceinline__ void store_bf16x2(bf16* p, float x0, float x1) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
-}
-__device__ __forceinline__ float2 load_bf16x2(const bf16* p) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-}
-
 // The warp's state tile at (sr, sc) of X = [E | T]: E from `state` (an fp32 [Dk, Dv] state,
 // nullable: zero), T the identity, or zero when `restart`.
 __device__ __forceinline__ void init_x(Acc<32, 64>& X, int sr, int sc, const float* state,
@@ -148,7 +141,7 @@ __global__ void __launch_bounds__(kT, 1) seg_fwd_kernel(Geo geo, Workspace ws, c
     const float Gl = s.G[kC - 1];
     store_acc_bf16(X, sm.x + sr * kLdX + sc, kLdX);
     if (tid < kC)
-      sm.el[tid] = __expf(Gl - s.G[tid]);
+      sm.el[tid] = exp_ftz(Gl - s.G[tid]);
     __syncthreads();
     Acc<32, 32> V; // w X, then El .* v_new
     V.zero();
@@ -159,7 +152,7 @@ __global__ void __launch_bounds__(kT, 1) seg_fwd_kernel(Geo geo, Workspace ws, c
       store_bf16x2(sm.nus + i * kLdX + j, (u.x - x0) * sm.el[i], (u.y - x1) * sm.el[i]);
     });
     __syncthreads();
-    const float decay = __expf(Gl);
+    const float decay = exp_ftz(Gl);
     X.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(X, s.k, kLdD, sm.nus, kLdX, sr, sc);
   }
@@ -214,7 +207,7 @@ __global__ void __launch_bounds__(kT, 1)
     __syncthreads();
     const float Gl = sm.G[kC - 1];
     if (tid < kC)
-      sm.el[tid] = __expf(Gl - sm.G[tid]);
+      sm.el[tid] = exp_ftz(Gl - sm.G[tid]);
     scale_q_rows<kT>(sm.q, sm.G, geo.scale); // as bwd_scan
     __syncthreads();
     {
@@ -229,7 +222,7 @@ __global__ void __launch_bounds__(kT, 1)
       });
     }
     __syncthreads();
-    const float decay = __expf(Gl);
+    const float decay = exp_ftz(Gl);
     X.each([&](int, int, float& x) { x *= decay; });
     if (gradient)
       warp_mma<Lay::KM, Lay::KN, kC>(X, sm.q, kLdD, sm.d_o, kLdD, sr, sc);
