@@ -948,6 +948,13 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         else
           text += " (ours: no recipe selects it; no peer ran)";
       }
+      // A peer that was asked for but has no training step here may be the fastest: say so.
+      std::string untimed;
+      for (const Result& r : results)
+        if (r.shape == si && r.peer && (r.status != "ok" || r.graph_ms("fwdbwd") <= 0))
+          untimed += (untimed.empty() ? "" : ", ") + r.backend + " (" + r.status + ")";
+      if (!untimed.empty())
+        text += "; not timed here, see their rows: " + untimed;
       out << text << "\n";
       recs.push_back({si, text, best ? best->backend : "", best_peer ? best_peer->backend : ""});
     }
