@@ -50,6 +50,26 @@ bool words_match(std::string_view word, std::string_view candidate) {
   });
 }
 
+// Among candidates at the same distance, the likelier typo first: one that only adds or drops
+// letters (`tpp` is `tp` typed with a doubled key, not `pp`), then the longer shared prefix, then
+// the alphabetical first, so that the choice never depends on the candidates' order.
+bool likelier(std::string_view word, std::size_t d, const std::string& a, const std::string& b) {
+  auto indel_only = [&](const std::string& c) {
+    return (word.size() > c.size() ? word.size() - c.size() : c.size() - word.size()) == d;
+  };
+  auto prefix = [&](const std::string& c) {
+    std::size_t i = 0;
+    while (i < word.size() && i < c.size() && word[i] == c[i])
+      ++i;
+    return i;
+  };
+  if (indel_only(a) != indel_only(b))
+    return indel_only(a);
+  if (prefix(a) != prefix(b))
+    return prefix(a) > prefix(b);
+  return a < b;
+}
+
 } // namespace
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
@@ -63,11 +83,12 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   std::size_t edit_d = std::numeric_limits<std::size_t>::max();
   for (const std::string& c : candidates) {
     const std::size_t d = distance(word, c);
-    if (words_match(word, c) && (d < words_d || (d == words_d && c < best_words))) {
+    if (words_match(word, c) &&
+        (d < words_d || (d == words_d && likelier(word, d, c, best_words)))) {
       words_d = d;
       best_words = c;
     }
-    if (d < edit_d || (d == edit_d && c < best_edit)) {
+    if (d < edit_d || (d == edit_d && likelier(word, d, c, best_edit))) {
       edit_d = d;
       best_edit = c;
     }
