@@ -51,7 +51,7 @@ with open(os.environ["STUB_LOG"], "a") as f:
 backend = args[args.index("--backend") + 1]
 for var, name in (("TILELANG_CACHE_DIR", "0.1.15/kernels/" + backend + "/kernel.txt"),
                   ("TRITON_CACHE_DIR", backend + "/kernel.cubin"),
-                  ("TILELANG_CACHE_DIR", "0.1.15/kernels/.stopped.tmp123")):
+                  ("TILELANG_CACHE_DIR", "0.1.15/kernels/.stopped.tmp123/partial.cu")):
     if os.environ.get(var):
         path = os.path.join(os.environ[var], name)
         os.makedirs(os.path.dirname(path), exist_ok=True)

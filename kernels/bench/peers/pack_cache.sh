@@ -14,12 +14,12 @@ if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 fi
 CACHE=$1 OUT=$2 PART_BYTES=${3:-$((15 << 20))}
 PACK=$OUT/tilelang-cache.tar.xz
-# Stopped jobs leave temporary files only (TileLang renames a kernel's folder into place whole).
-find "$CACHE" -name '.*.tmp*' -delete
 rm -f "$PACK" "$PACK".part* "$PACK.tmp"
+# A stopped compile leaves temporary files only (TileLang renames a kernel's folder into place
+# whole): left out, also those that a compiler process orphaned by the stop is still writing.
 # xz on all cores: single-threaded, packing ~90 MB took longer than the 30 s this step had on the
 # H200 (a device call ran out of time here).
-if ! tar -cf - -C "$CACHE" . | xz -T0 -6 >"$PACK.tmp"; then
+if ! tar -cf - -C "$CACHE" --exclude='.*.tmp*' . | xz -T0 -6 >"$PACK.tmp"; then
   rm -f "$PACK.tmp"
   echo "error: packing $CACHE into $PACK failed" >&2
   exit 1
