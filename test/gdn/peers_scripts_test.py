@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""CI tests of the GPU-machine scripts kernels/bench/peers/gpu_peers_cache.sh and gpu_peers.sh,
-with no GPU and no PyTorch: `python3`, `nvidia-smi` and qwen-recipe are stand-ins on PATH that
-record what they were started with. Checks that the cache filler starts one process per job with
-the cache variables and the backend's path, stops a job past its time, packs the caches (an
-earlier pack included, TileLang's temporary files not), and that gpu_peers.sh points the three
-cache variables at a carried pack only when none is set.
+"""CI tests of the GPU-machine scripts kernels/bench/peers/gpu_peers_cache.sh, gpu_peers.sh and
+pack_cache.sh, with no GPU and no PyTorch: `python3`, `nvidia-smi` and qwen-recipe are stand-ins
+on PATH that record what they were started with. Checks that the cache filler starts one process
+per job with the cache variables and the backend's path, stops a job past its time, packs the
+caches (an earlier pack included, TileLang's temporary files not); that gpu_peers.sh points the
+three cache variables at its own folder, with a carried pack unpacked there, only when the caller
+set none, and then packs what its runs compiled; and that pack_cache.sh's parts join to the pack.
 Run by CTest: peers_scripts_test.py PEERS_SCRIPT_DIR WORKDIR."""
 import json
 import os
@@ -38,13 +39,23 @@ if args and args[0].endswith("peers_warm.py"):
 os.execv({sys.executable!r}, [{sys.executable!r}] + args)
 """
 
-# Stands in for qwen-recipe: records its arguments and the cache variables, writes the JSON file.
+# Stands in for qwen-recipe: records its arguments and the cache variables, "compiles" a kernel
+# named after its --backend into TILELANG_CACHE_DIR (and a Triton kernel, and what a stopped
+# compile leaves), writes the JSON file.
 BIN_STUB = f"""#!{sys.executable}
 import json, os, sys
 args = sys.argv[1:]
 keys = ("PYTHONPATH", "TILELANG_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 with open(os.environ["STUB_LOG"], "a") as f:
     f.write(json.dumps({{"args": args, "env": {{k: os.environ.get(k) for k in keys}}}}) + "\\n")
+backend = args[args.index("--backend") + 1]
+for var, name in (("TILELANG_CACHE_DIR", "0.1.15/kernels/" + backend + "/kernel.txt"),
+                  ("TRITON_CACHE_DIR", backend + "/kernel.cubin"),
+                  ("TILELANG_CACHE_DIR", "0.1.15/kernels/.stopped.tmp123/partial.cu")):
+    if os.environ.get(var):
+        path = os.path.join(os.environ[var], name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").write("compiled by the " + backend + " run")
 out = args[args.index("--json") + 1]
 json.dump({{"backends": [{{"backend": "fused", "shape": "s", "T": 1,
                           "times": {{"fwd": {{"graph_ms": {{"median": 1.0}}}}}}}}]}}, open(out, "w"))
@@ -134,17 +145,28 @@ def test_cache_filler():
     check(not any(".tmp" in n for n in names), f"temporary files left out: {names}")
 
 
+def pack_names(out):
+    """The member names of OUT/tilelang-cache.tar.xz, or None where there is none."""
+    path = os.path.join(out, "tilelang-cache.tar.xz")
+    if not os.path.exists(path):
+        return None
+    with tarfile.open(path) as t:
+        return t.getnames()
+
+
 def test_runner():
     root = os.path.join(WORK, "runner")
     peers, env = setup(root)
     bin_, tmp, log = os.path.join(root, "qwen-recipe"), env["PEERS_TMP"], env["STUB_LOG"]
+    out = os.path.join(root, "out")
 
     def run(extra_env=None):
         if os.path.exists(log):
             os.remove(log)
+        shutil.rmtree(out, ignore_errors=True)
         e = dict(env, **(extra_env or {}))
-        p = subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_peers.sh"), bin_, peers,
-                            os.path.join(root, "out"), "--shape", "1,64,1,1,128"],
+        p = subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_peers.sh"), bin_, peers, out,
+                            "--shape", "1,64,1,1,128"],
                            capture_output=True, text=True, env=e, timeout=120)
         check(p.returncode == 0, f"gpu_peers.sh: exit code {p.returncode}: {p.stderr}")
         calls = [json.loads(line) for line in open(log)]
@@ -152,26 +174,80 @@ def test_runner():
               ["fused", "all"], f"fused alone, then all: {calls}")
         check("all backends 1.000 ms, alone 1.000 ms: +0.0%" in p.stdout,
               f"the two runs' fused figures compared: {p.stdout!r}")
+        check(not [n for n in os.listdir(out) if ".part" in n or n.endswith(".tmp")],
+              f"a small pack is one file: {os.listdir(out)}")
         return calls[-1]["env"]
 
+    cache = os.path.join(tmp, "peers-cache")
+    own = {"TILELANG_CACHE_DIR": cache, "TORCHINDUCTOR_CACHE_DIR": cache + "/inductor",
+           "TRITON_CACHE_DIR": cache + "/triton"}
+    compiled = ["./0.1.15/kernels/fused/kernel.txt", "./0.1.15/kernels/all/kernel.txt",
+                "./triton/all/kernel.cubin"]
     e = run()
-    check(e["TILELANG_CACHE_DIR"] is None and e["TRITON_CACHE_DIR"] is None,
-          f"no pack carried: no cache variables: {e}")
+    check({k: e[k] for k in own} == own, f"no pack carried: its own cache folder: {e}")
     check(e["PYTHONPATH"] == f"{tmp}/peers-site:{tmp}/peers-qla", f"PYTHONPATH {e['PYTHONPATH']}")
+    names = pack_names(out) or []
+    check(all(n in names for n in compiled), f"the pack holds what both runs compiled: {names}")
+    check(not any(".tmp" in n for n in names), f"temporary files left out: {names}")
+    shutil.rmtree(cache)
     pack(os.path.join(peers, "tilelang-cache.tar.xz"), {"0.1.15/k/kernel.txt": "carried"})
     e = run()
-    cache = os.path.join(tmp, "peers-cache")
-    check(e["TILELANG_CACHE_DIR"] == cache and e["TRITON_CACHE_DIR"] == cache + "/triton" and
-          e["TORCHINDUCTOR_CACHE_DIR"] == cache + "/inductor", f"a carried pack is used: {e}")
+    check({k: e[k] for k in own} == own, f"a carried pack is used: {e}")
     check(os.path.exists(os.path.join(cache, "0.1.15/k/kernel.txt")), "the pack is unpacked there")
-    e = run({"TILELANG_CACHE_DIR": os.path.join(root, "mine")})
-    check(e["TILELANG_CACHE_DIR"] == os.path.join(root, "mine") and e["TRITON_CACHE_DIR"] is None,
+    names = pack_names(out) or []
+    check("./0.1.15/k/kernel.txt" in names and all(n in names for n in compiled),
+          f"the refreshed pack holds the carried kernels and the runs' own: {names}")
+    mine = os.path.join(root, "mine")
+    e = run({"TILELANG_CACHE_DIR": mine})
+    check(e["TILELANG_CACHE_DIR"] == mine and e["TRITON_CACHE_DIR"] is None,
           f"a cache the caller set wins over the pack: {e}")
+    check(os.path.exists(os.path.join(mine, "0.1.15/kernels/all/kernel.txt")),
+          "the stand-in compiled into the caller's folder")
+    check(pack_names(out) is None, f"the caller's own cache is not packed: {os.listdir(out)}")
+    e = run({"TRITON_CACHE_DIR": mine})
+    check(e["TRITON_CACHE_DIR"] == mine and e["TILELANG_CACHE_DIR"] is None,
+          f"any cache variable the caller set keeps the script's folder out: {e}")
+    check(pack_names(out) is None, f"nor is it packed then: {os.listdir(out)}")
+
+
+def test_pack_parts():
+    """pack_cache.sh splits a pack over its part size, and a later pack replaces earlier parts."""
+    root = os.path.join(WORK, "parts")
+    shutil.rmtree(root, ignore_errors=True)
+    cache, out = os.path.join(root, "cache"), os.path.join(root, "out")
+    os.makedirs(os.path.join(cache, "k"))
+    os.makedirs(out)
+    with open(os.path.join(cache, "k", "kernel.bin"), "wb") as f:
+        f.write(os.urandom(40000))  # does not compress: the pack is over 4 parts of 10000 bytes
+    p = subprocess.run(["bash", os.path.join(SCRIPTS, "pack_cache.sh"), cache, out, "10000"],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"pack_cache.sh: exit code {p.returncode}: {p.stderr}")
+    parts = sorted(n for n in os.listdir(out) if n.startswith("tilelang-cache.tar.xz.part"))
+    check(len(parts) >= 5 and "tilelang-cache.tar.xz" not in os.listdir(out),
+          f"parts only: {os.listdir(out)}")
+    if parts:
+        joined = os.path.join(root, "joined.tar.xz")
+        with open(joined, "wb") as f:
+            for part in parts:
+                f.write(open(os.path.join(out, part), "rb").read())
+        with tarfile.open(joined) as t:
+            data = t.extractfile("./k/kernel.bin").read()
+        check(data == open(os.path.join(cache, "k", "kernel.bin"), "rb").read(),
+              "the joined parts give the cache back")
+    os.remove(os.path.join(cache, "k", "kernel.bin"))
+    write(os.path.join(cache, "k", "small.txt"), "small", 0o644)
+    p = subprocess.run(["bash", os.path.join(SCRIPTS, "pack_cache.sh"), cache, out],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"pack_cache.sh again: exit code {p.returncode}: {p.stderr}")
+    check(os.listdir(out) == ["tilelang-cache.tar.xz"] and
+          pack_names(out) == [".", "./k", "./k/small.txt"],
+          f"the earlier parts replaced by the new pack: {os.listdir(out)}, {pack_names(out)}")
 
 
 def main():
     test_cache_filler()
     test_runner()
+    test_pack_parts()
     if FAILURES:
         print(f"{len(FAILURES)} failures", file=sys.stderr)
         return 1

@@ -9,15 +9,20 @@
 # PEERS_DIR holds FLA's and cuDNN frontend's wheels (*.whl) and flashqla-site.tar.xz (FlashQLA
 # and its TileLang dependencies, unpacked into one folder and packed again), and may hold
 # tilelang-cache.tar.xz (gpu_peers_cache.sh: the peers' compile caches, so FlashQLA's TileLang
-# compiles and FLA's autotuning are skipped; used unless TILELANG_CACHE_DIR is set). The gdn-bench
-# arguments (given to both runs) default to the two Qwen3.5 recipes. Writes OUT_DIR/bench.txt,
-# bench.json, bench.png, fused.txt and fused.json.
+# compiles and FLA's autotuning are skipped). Unless the caller set one of TILELANG_CACHE_DIR,
+# TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR, the three name one folder of this script's own,
+# with the carried pack unpacked into it, and after the runs that folder is packed again as
+# OUT_DIR/tilelang-cache.tar.xz (pack_cache.sh): what the runs themselves compiled and autotuned,
+# the pack to carry to the next machine. A cache the caller set is used as it is, never packed.
+# The gdn-bench arguments (given to both runs) default to the two Qwen3.5 recipes. Writes
+# OUT_DIR/bench.txt, bench.json, bench.png, fused.txt, fused.json and the pack.
 set -u
 BIN=$1 PEERS=$2 OUT=$3
 shift 3
 ARGS=("$@")
 [ ${#ARGS[@]} = 0 ] && ARGS=(--recipe qwen35_35b,qwen35_397b)
-DRIVER=$(dirname "$(readlink -f "$0")")/gdn_peers.py
+HERE=$(dirname "$(readlink -f "$0")")
+DRIVER=$HERE/gdn_peers.py
 TMP=${PEERS_TMP:-/tmp} # where the peers are installed (gpu_peers_cache.sh uses the same)
 mkdir -p "$OUT" "$TMP/peers-site" "$TMP/peers-qla"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$TMP/peers-site" \
@@ -26,9 +31,14 @@ python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "
 if [ ! -d "$TMP/peers-qla/flash_qla" ]; then
   tar -xJf "$PEERS/flashqla-site.tar.xz" -C "$TMP/peers-qla" || exit 1
 fi
-if [ -z "${TILELANG_CACHE_DIR:-}" ] && [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
+CACHE= # the cache folder this script set up, and so packs
+if [ -z "${TILELANG_CACHE_DIR:-}${TORCHINDUCTOR_CACHE_DIR:-}${TRITON_CACHE_DIR:-}" ]; then
+  # The folder gpu_peers_cache.sh fills: Triton's and inductor's entries hit only there.
   CACHE=$TMP/peers-cache
-  mkdir -p "$CACHE" && tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1
+  mkdir -p "$CACHE/inductor" "$CACHE/triton" || exit 1
+  if [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
+    tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1
+  fi
   export TILELANG_CACHE_DIR=$CACHE TORCHINDUCTOR_CACHE_DIR=$CACHE/inductor \
     TRITON_CACHE_DIR=$CACHE/triton
 fi
@@ -54,4 +64,13 @@ for key in sorted(a):
         print(f"fused {key[0]} T{key[1]} {key[2]:13s} all backends {a[key]:.3f} ms, alone "
               f"{b[key]:.3f} ms: {100 * (a[key] / b[key] - 1):+.1f}%")
 EOF
+# The driver's first calls compile kernels that peers_warm.py's did not (docs/gdn-bench.md,
+# "Carrying the compile caches"): the runs' own caches are the ones to carry.
+PACK_RC=0
+if [ -n "$CACHE" ]; then
+  bash "$HERE/pack_cache.sh" "$CACHE" "$OUT" || PACK_RC=1
+else
+  echo "caches: the caller's own (a cache variable was set), not packed"
+fi
 cat "$OUT/bench.txt"
+exit $PACK_RC

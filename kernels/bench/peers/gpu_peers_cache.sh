@@ -8,8 +8,8 @@
 # (tilelang-cache.tar.xz): it is unpacked first, so the first calls' times (and TileLang's "begins
 # to compile" lines, counted per job) say whether it was hit. One process per backend and shape
 # runs peers_warm.py, all in parallel (the compiles are CPU work); after SECONDS what is not done
-# is stopped and the caches so far are packed as OUT_DIR/tilelang-cache.tar.xz (split into
-# .partNN files over 15 MiB), one folder D for three variables:
+# is stopped and the caches so far are packed as OUT_DIR/tilelang-cache.tar.xz (pack_cache.sh:
+# split into .partNN files over 15 MiB), one folder D for three variables:
 #   TILELANG_CACHE_DIR=D             FlashQLA's TileLang kernels
 #   TORCHINDUCTOR_CACHE_DIR=D/inductor   FlashQLA's torch.compile'd l2norm
 #   TRITON_CACHE_DIR=D/triton        FLA's Triton kernels and autotuning results, the l2norm's
@@ -83,18 +83,6 @@ for i in "${!JOBS[@]}"; do
 done >"$OUT/warm.log" 2>&1
 echo "compile phase: $(($(date +%s) - START)) s"
 sleep 1
-# Stopped jobs leave temporary files only (TileLang renames a kernel's folder into place whole).
-find "$CACHE" -name '.*.tmp*' -delete
-# xz on all cores: single-threaded, packing ~90 MB took longer than the 30 s this step had on the
-# H200 (a device call ran out of time here).
-tar -cf - -C "$CACHE" . | xz -T0 -6 >"$OUT/tilelang-cache.tar.xz" || exit 1
-du -sh "$CACHE" "$CACHE"/*
-ls -l "$OUT/tilelang-cache.tar.xz"
-# What comes back from a device call is at most 16 MiB a file: a larger pack travels in parts
-# (`cat tilelang-cache.tar.xz.part* > tilelang-cache.tar.xz` joins them).
-if [ "$(stat -c %s "$OUT/tilelang-cache.tar.xz")" -gt $((15 << 20)) ]; then
-  split -b 15M -d "$OUT/tilelang-cache.tar.xz" "$OUT/tilelang-cache.tar.xz.part" &&
-    rm "$OUT/tilelang-cache.tar.xz"
-fi
+bash "$HERE/pack_cache.sh" "$CACHE" "$OUT" || exit 1
 grep -hE '^(flash_qla|fla) .*first call|Error' "$OUT/warm.log" | tail -60
 printf '%s\n' "${SUMMARY[@]}"
