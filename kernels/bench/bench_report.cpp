@@ -2,6 +2,8 @@
 #include "bench_report.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 namespace qr::gdn {
@@ -157,6 +159,23 @@ std::string run_peers_driver(std::vector<std::string> argv,
     keep_files = true;
   }
   return why;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!dir.empty())
+    std::filesystem::remove_all(dir, ec);
+}
+
+bool make_scratch_dir(ScratchDir& scratch, const std::string& prefix, std::ostream& err) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) {
+    err << prefix << ": cannot create a temporary folder under "
+        << std::filesystem::temp_directory_path() << "\n";
+    return false;
+  }
+  scratch.dir = tmpl;
+  return true;
 }
 
 std::string result_note(const BenchResult& r, const std::string& extra) {

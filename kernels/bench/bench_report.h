@@ -66,6 +66,19 @@ std::string run_peers_driver(std::vector<std::string> argv,
                              const std::string& note, std::ostream& err,
                              std::vector<peers::Row>& rows, bool& keep_files);
 
+// A temporary folder for the driver's files (the inputs of every shape, the peers' outputs,
+// peers.json), removed at the end unless `dir` was cleared to keep it.
+struct ScratchDir {
+  std::string dir;
+  ScratchDir() = default;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir();
+};
+// Creates `scratch.dir` under the system's temporary folder; false (said on `err` after `prefix`)
+// when it cannot.
+bool make_scratch_dir(ScratchDir& scratch, const std::string& prefix, std::ostream& err);
+
 // By shape, then the peers (in `peer_order`) before ours (in `our_order`), as the tables read best.
 template <class R>
 void sort_results(std::vector<R>& results, const std::vector<std::string>& peer_order,
@@ -90,6 +103,23 @@ const R* baseline_of(const std::vector<R>& results, const std::string& baseline,
     if (r.shape == si && r.backend == baseline && r.status == "ok")
       return &r;
   return nullptr;
+}
+
+// At shape `si`, of the results that passed and timed a training step (leaving out backend
+// `skip`): the fastest, and the fastest peer; null where none.
+template <class R>
+std::pair<const R*, const R*> fastest_of(const std::vector<R>& results, size_t si,
+                                         const std::string& skip) {
+  const R *best = nullptr, *best_peer = nullptr;
+  for (const R& r : results) {
+    if (r.shape != si || r.status != "ok" || r.backend == skip || r.graph_ms("fwdbwd") <= 0)
+      continue;
+    if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
+      best = &r;
+    if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
+      best_peer = &r;
+  }
+  return {best, best_peer};
 }
 
 // The listing of each peer's training step per kernel; `label(r)` names its shape.

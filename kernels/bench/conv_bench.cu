@@ -487,24 +487,11 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     return 2;
   }
   // The driver's files: the inputs of every shape, the peers' outputs, peers.json.
-  std::string work;
-  if (!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) {
-    std::string tmpl = (fs::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      err << "gdn-bench --op conv: cannot create a temporary folder under "
-          << fs::temp_directory_path() << "\n";
-      return 2;
-    }
-    work = tmpl;
-  }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!dir.empty())
-        fs::remove_all(dir, ec);
-    }
-  } cleanup{work};
+  ScratchDir scratch;
+  if ((!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) &&
+      !make_scratch_dir(scratch, "gdn-bench --op conv", err))
+    return 2;
+  const std::string work = scratch.dir;
 
   bool failed = false;
   char line[640];
@@ -682,7 +669,7 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
         argv, input_dirs, work, "gdn-bench --op conv", backend_arg,
         "FLA autotunes its conv kernels on the first calls", err, rows, keep_files);
     if (keep_files)
-      cleanup.dir.clear();
+      scratch.dir.clear();
     // Every output and gradient the op has must come back (dbias only with a bias).
     std::vector<std::string> need = {"q",       "k",  "v",  "g",      "beta",    "dx",
                                      "dweight", "da", "db", "dA_log", "ddt_bias"};
@@ -709,35 +696,10 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
           std::map<std::string, std::vector<double>> got;
           const std::string e = refs[si].empty() ? "no reference for this shape"
                                                  : peers::read_tensors(row->outputs, got);
-          bool pass = e.empty();
-          if (!e.empty())
-            add_check(b, labels[si], e, {}, false);
-          for (const std::string& n : need)
-            if (e.empty() && !got.count(n)) {
-              add_check(b, labels[si], n + " (missing)", {}, false);
-              pass = false;
-            }
-          for (const auto& [name, data] : got) {
-            auto it = refs[si].find(name);
-            if (it == refs[si].end())
-              continue;
-            Error er;
-            if (data.size() != it->second.size()) {
-              er.rel_l2 = er.max_abs = NAN;
-              add_check(b, labels[si], name + " (wrong size)", er, false);
-              pass = false;
-              continue;
-            }
-            er = compare(data, it->second);
-            const bool ok = er.ok(cfg.tol);
-            add_check(b, labels[si], name, er, ok);
-            pass = pass && ok;
-            if (er.rel_l2 > res.worst_rel_l2) {
-              res.worst_rel_l2 = er.rel_l2;
-              res.worst_output = name;
-            }
-          }
-          if (!pass) {
+          if (!check_peer_outputs(e, got, need, refs[si], cfg.tol, res,
+                                  [&](const std::string& output, const Error& er, bool ok) {
+                                    add_check(b, labels[si], output, er, ok);
+                                  })) {
             res.status = "failed check";
             err << "gdn-bench --op conv: " << labels[si] << ": " << b
                 << " FAILED its check against the reference\n";
@@ -823,15 +785,7 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
   if (!cfg.check_only) {
     out << "\n";
     for (size_t si = 0; si < cfg.shapes.size(); ++si) {
-      const Result *best = nullptr, *best_peer = nullptr;
-      for (const Result& r : results) {
-        if (r.shape != si || r.status != "ok" || r.graph_ms("fwdbwd") <= 0)
-          continue;
-        if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
-          best = &r;
-        if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
-          best_peer = &r;
-      }
+      const auto [best, best_peer] = fastest_of(results, si, "");
       const Result* base = baseline_of(si);
       auto against = [&](const Result& r) { return against_text(r, base, cfg.baseline); };
       std::string text = "recommendation for " + cfg.shapes[si].first + " (conv): ";

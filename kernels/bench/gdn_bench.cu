@@ -451,24 +451,11 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     return 2;
   }
   // The driver's files: the inputs of every shape, the peers' outputs, peers.json.
-  std::string work;
-  if (!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) {
-    std::string tmpl = (fs::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      err << "gdn-bench: cannot create a temporary folder under " << fs::temp_directory_path()
-          << "\n";
-      return 2;
-    }
-    work = tmpl;
-  }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!dir.empty())
-        fs::remove_all(dir, ec);
-    }
-  } cleanup{work};
+  ScratchDir scratch;
+  if ((!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) &&
+      !make_scratch_dir(scratch, "gdn-bench", err))
+    return 2;
+  const std::string work = scratch.dir;
 
   std::vector<CheckRow> checks;
   std::vector<Result> results;
@@ -647,7 +634,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
                                              "FlashQLA compiles for about 2 minutes per new shape",
                                              err, rows, keep_files);
     if (keep_files)
-      cleanup.dir.clear();
+      scratch.dir.clear();
     for (const std::string& b : peer_list)
       for (size_t si = 0; si < cfg.shapes.size(); ++si) {
         Result res;
@@ -668,38 +655,16 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         res.kernels = row->kernels.size();
         if (res.status == "ok") {
           std::map<std::string, std::vector<double>> got;
-          std::string e = oracle_errors[si].empty() ? peers::read_tensors(row->outputs, got)
-                                                    : "reference: " + oracle_errors[si];
-          bool pass = e.empty();
-          if (!e.empty())
-            checks.push_back({b + " @ " + label, e, {}, false});
+          const std::string e = oracle_errors[si].empty() ? peers::read_tensors(row->outputs, got)
+                                                          : "reference: " + oracle_errors[si];
           // Every output and gradient a peer computes must come back (dh0 only with a state).
-          for (const char* need : {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"})
-            if (e.empty() && !got.count(need) && (cfg.states || std::string(need) != "dh0")) {
-              checks.push_back({b + " @ " + label, std::string(need) + " (missing)", {}, false});
-              pass = false;
-            }
-          for (const auto& [name, data] : got) {
-            auto it = refs[si].find(name);
-            if (it == refs[si].end())
-              continue;
-            Error e2;
-            if (data.size() != it->second.size()) {
-              e2.rel_l2 = e2.max_abs = NAN;
-              pass = false;
-              checks.push_back({b + " @ " + label, name + " (wrong size)", e2, false});
-              continue;
-            }
-            e2 = compare(data, it->second);
-            const bool ok = e2.ok(cfg.tol);
-            checks.push_back({b + " @ " + label, name, e2, ok});
-            pass = pass && ok;
-            if (e2.rel_l2 > res.worst_rel_l2) {
-              res.worst_rel_l2 = e2.rel_l2;
-              res.worst_output = name;
-            }
-          }
-          if (!pass) {
+          std::vector<std::string> need = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta"};
+          if (cfg.states)
+            need.push_back("dh0");
+          if (!check_peer_outputs(e, got, need, refs[si], cfg.tol, res,
+                                  [&](const std::string& output, const Error& er, bool ok) {
+                                    checks.push_back({b + " @ " + label, output, er, ok});
+                                  })) {
             res.status = "failed check";
             err << "gdn-bench: " << label << ": " << b << " FAILED its check against reference\n";
           }
@@ -814,16 +779,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     out << "\n";
     for (size_t si = 0; si < cfg.shapes.size(); ++si) {
       const NamedShape& ns = cfg.shapes[si];
-      const Result *best = nullptr, *best_peer = nullptr;
-      for (const Result& r : results) {
-        if (r.shape != si || r.status != "ok" || r.backend == "reference" ||
-            r.graph_ms("fwdbwd") <= 0)
-          continue;
-        if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
-          best = &r;
-        if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
-          best_peer = &r;
-      }
+      const auto [best, best_peer] = fastest_of(results, si, "reference");
       const Result* base = baseline_of(si);
       auto against = [&](const Result& r) { return against_text(r, base, cfg.baseline); };
       std::string text = "recommendation for " + ns.name + " (" + shape_text(ns.shape) + "): ";

@@ -4,8 +4,12 @@
 
 #include "bench_report.h"
 #include "common.cuh"
+#include "harness.h"
 
+#include <cmath>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace qr::gdn {
 
@@ -34,5 +38,46 @@ struct GraphExec {
     return {};
   }
 };
+
+// A peer's outputs and gradients (`got`; `read_error` when they could not be read) against the
+// reference's (`ref`): each of `need` must be there, each the reference has must match it in size
+// and within `tol`. Every check goes through record(output, error, pass), the worst relative L2
+// error into `res`. Returns whether all passed.
+template <class Record>
+bool check_peer_outputs(const std::string& read_error,
+                        const std::map<std::string, std::vector<double>>& got,
+                        const std::vector<std::string>& need,
+                        const std::map<std::string, std::vector<double>>& ref, double tol,
+                        BenchResult& res, Record record) {
+  bool pass = read_error.empty();
+  if (!read_error.empty())
+    record(read_error, Error{}, false);
+  for (const std::string& n : need)
+    if (read_error.empty() && !got.count(n)) {
+      record(n + " (missing)", Error{}, false);
+      pass = false;
+    }
+  for (const auto& [name, data] : got) {
+    auto it = ref.find(name);
+    if (it == ref.end())
+      continue;
+    Error er;
+    if (data.size() != it->second.size()) {
+      er.rel_l2 = er.max_abs = NAN;
+      record(name + " (wrong size)", er, false);
+      pass = false;
+      continue;
+    }
+    er = compare(data, it->second);
+    const bool ok = er.ok(tol);
+    record(name, er, ok);
+    pass = pass && ok;
+    if (er.rel_l2 > res.worst_rel_l2) {
+      res.worst_rel_l2 = er.rel_l2;
+      res.worst_output = name;
+    }
+  }
+  return pass;
+}
 
 } // namespace qr::gdn

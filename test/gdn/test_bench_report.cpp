@@ -288,3 +288,40 @@ TEST_CASE("write_json_and_plot: atomic write, then the driver's plot", "[gdn][re
   CHECK(!std::filesystem::exists(work + "/args"));
   std::filesystem::remove_all(work);
 }
+
+TEST_CASE("ScratchDir: made under the temporary folder, removed unless kept", "[gdn][report]") {
+  std::ostringstream err;
+  std::string made, kept;
+  {
+    ScratchDir scratch;
+    REQUIRE(make_scratch_dir(scratch, "gdn-bench", err));
+    made = scratch.dir;
+    CHECK(made.rfind((std::filesystem::temp_directory_path() / "qr-gdn-bench-").string(), 0) == 0);
+    std::ofstream(made + "/peers.json") << "{}";
+    ScratchDir kept_one;
+    REQUIRE(make_scratch_dir(kept_one, "gdn-bench", err));
+    kept = kept_one.dir;
+    kept_one.dir.clear();
+  }
+  CHECK(!std::filesystem::exists(made));
+  CHECK(std::filesystem::is_directory(kept));
+  std::filesystem::remove_all(kept);
+  CHECK(err.str().empty());
+}
+
+TEST_CASE("fastest_of: the fastest training step that passed, and the fastest peer",
+          "[gdn][report]") {
+  std::vector<BenchResult> results = {timed("reference", 1, 0.5), timed("fused", 1, 2),
+                                      timed("fla", 1, 3), timed("flash_qla", 1, 1),
+                                      timed("chunked", 1, 1.5)};
+  results[2].peer = results[3].peer = true;
+  results[3].status = "failed check";
+  results[4].shape = 1;
+  auto [best, best_peer] = fastest_of(results, 0, "reference");
+  CHECK(best == &results[1]);
+  CHECK(best_peer == &results[2]);
+  CHECK(fastest_of(results, 0, "").first == &results[0]);
+  CHECK(fastest_of(results, 1, "").first == &results[4]);
+  CHECK(fastest_of(results, 1, "").second == nullptr);
+  CHECK(fastest_of(results, 2, "").first == nullptr);
+}
