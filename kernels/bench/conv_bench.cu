@@ -393,13 +393,7 @@ std::string write_inputs(const ConvProblem& p, const std::string& name, const st
   const Shape& s = p.shape;
   const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k,
                 C = channels(s);
-  struct Item {
-    const char* name;
-    const DeviceBuffer* buf;
-    const char* dtype;
-    std::vector<int64_t> shape;
-  };
-  std::vector<Item> items = {
+  std::vector<DeviceTensor> items = {
       {"x", &p.x, "bf16", {B, T, C}},         {"weight", &p.weight, "bf16", {C, kWidth}},
       {"a", &p.a, "bf16", {B, T, Hv}},        {"b", &p.b, "bf16", {B, T, Hv}},
       {"A_log", &p.A_log, "f32", {Hv}},       {"dt_bias", &p.dt_bias, "f32", {Hv}},
@@ -410,14 +404,8 @@ std::string write_inputs(const ConvProblem& p, const std::string& name, const st
     items.push_back({"bias", &p.bias_buf, "bf16", {C}});
   if (p.x_pad)
     return "the peers take a dense x";
-  std::vector<peers::HostTensor> tensors;
-  for (const Item& it : items) {
-    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
-    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
-    tensors.push_back(std::move(t));
-  }
-  return peers::write_tensors(
-      stem, {name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, tensors,
+  return write_device_tensors(
+      stem, {name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, items,
       std::string("\"op\": \"conv\", \"bias\": ") + (p.bias ? "true" : "false"));
 }
 

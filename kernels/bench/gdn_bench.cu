@@ -341,13 +341,7 @@ std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool tr
 std::string write_inputs(const Problem& p, const NamedShape& ns, const std::string& stem) {
   const Shape& s = ns.shape;
   const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k;
-  struct Item {
-    const char* name;
-    const DeviceBuffer* buf;
-    const char* dtype;
-    std::vector<int64_t> shape;
-  };
-  std::vector<Item> items = {
+  std::vector<DeviceTensor> items = {
       {"q", &p.q, "bf16", {B, T, Hk, D}},    {"k", &p.k, "bf16", {B, T, Hk, D}},
       {"v", &p.v, "bf16", {B, T, Hv, D}},    {"g", &p.g, "f32", {B, T, Hv}},
       {"beta", &p.beta, "bf16", {B, T, Hv}}, {"do", &p.d_o, "bf16", {B, T, Hv, D}}};
@@ -355,18 +349,11 @@ std::string write_inputs(const Problem& p, const NamedShape& ns, const std::stri
     items.push_back({"h0", &p.h0, "f32", {B, Hv, D, D}});
   if (p.dht.bytes())
     items.push_back({"dht", &p.dht, "f32", {B, Hv, D, D}});
-  std::vector<peers::HostTensor> tensors;
-  for (const Item& it : items) {
-    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
-    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
-    tensors.push_back(std::move(t));
-  }
   char extra[96];
   std::snprintf(extra, sizeof extra, "\"scale\": %.9g, \"l2norm\": %s", p.opt.effective_scale(s),
                 p.opt.l2norm_qk ? "true" : "false");
-  return peers::write_tensors(
-      stem, {ns.name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, tensors,
-      extra);
+  return write_device_tensors(
+      stem, {ns.name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, items, extra);
 }
 
 // What a user does to run `backend` in a Megatron-Bridge recipe.

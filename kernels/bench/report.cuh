@@ -39,6 +39,28 @@ struct GraphExec {
   }
 };
 
+// A device tensor for the driver: its name, buffer, element type ("bf16", "f32") and shape.
+struct DeviceTensor {
+  const char* name;
+  const DeviceBuffer* buf;
+  const char* dtype;
+  std::vector<int64_t> shape;
+};
+
+// The tensors exactly as the device holds them, copied to the host and written as the tensor files
+// STEM.json / STEM.bin (peers::write_tensors, with `extra` members).
+inline std::string write_device_tensors(const std::string& stem, const peers::ShapeInfo& shape,
+                                        const std::vector<DeviceTensor>& items,
+                                        const std::string& extra) {
+  std::vector<peers::HostTensor> tensors;
+  for (const DeviceTensor& it : items) {
+    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
+    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
+    tensors.push_back(std::move(t));
+  }
+  return peers::write_tensors(stem, shape, tensors, extra);
+}
+
 // A peer's outputs and gradients (`got`; `read_error` when they could not be read) against the
 // reference's (`ref`): each of `need` must be there, each the reference has must match it in size
 // and within `tol`. Every check goes through record(output, error, pass), the worst relative L2
