@@ -13,7 +13,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <type_traits>
 #include <unistd.h>
@@ -379,32 +378,9 @@ std::string parse(const std::vector<std::string>& args, Cfg& c, bool& help) {
   return {};
 }
 
-struct ModeResult {
-  std::string mode;
-  peers::Stats graph, eager;
-  std::string graph_error;
-};
-
-// One path at one shape: what the tables, the recommendation and the JSON say about it.
-struct Result {
-  std::string backend;
-  bool peer = false;
-  size_t shape = 0;
-  std::string status = "ok"; // ok, unavailable, error, failed check
-  std::string reason, runs, pinned;
-  std::vector<std::pair<std::string, std::string>> versions;
-  std::vector<ModeResult> modes;
-  std::vector<peers::KernelTime> kernel_times; // a peer's training step per kernel
-  double saved_bytes = -1, peak_bytes = -1, first_call_s = -1, own_kernels_ms = -1;
-  double worst_rel_l2 = -1;
-  std::string worst_output;
-
-  double graph_ms(const std::string& m) const {
-    for (const ModeResult& r : modes)
-      if (r.mode == m)
-        return r.graph.median;
-    return -1;
-  }
+// One path at one shape.
+struct Result : BenchResult {
+  double own_kernels_ms = -1; // a peer's: GPU time of its own kernels in one training step
 };
 
 double mode_bytes(const Shape& s, const std::string& mode, bool bias) {
@@ -417,13 +393,7 @@ std::string write_inputs(const ConvProblem& p, const std::string& name, const st
   const Shape& s = p.shape;
   const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k,
                 C = channels(s);
-  struct Item {
-    const char* name;
-    const DeviceBuffer* buf;
-    const char* dtype;
-    std::vector<int64_t> shape;
-  };
-  std::vector<Item> items = {
+  std::vector<DeviceTensor> items = {
       {"x", &p.x, "bf16", {B, T, C}},         {"weight", &p.weight, "bf16", {C, kWidth}},
       {"a", &p.a, "bf16", {B, T, Hv}},        {"b", &p.b, "bf16", {B, T, Hv}},
       {"A_log", &p.A_log, "f32", {Hv}},       {"dt_bias", &p.dt_bias, "f32", {Hv}},
@@ -434,14 +404,8 @@ std::string write_inputs(const ConvProblem& p, const std::string& name, const st
     items.push_back({"bias", &p.bias_buf, "bf16", {C}});
   if (p.x_pad)
     return "the peers take a dense x";
-  std::vector<peers::HostTensor> tensors;
-  for (const Item& it : items) {
-    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
-    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
-    tensors.push_back(std::move(t));
-  }
-  return peers::write_tensors(
-      stem, {name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, tensors,
+  return write_device_tensors(
+      stem, {name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, items,
       std::string("\"op\": \"conv\", \"bias\": ") + (p.bias ? "true" : "false"));
 }
 
@@ -511,24 +475,11 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     return 2;
   }
   // The driver's files: the inputs of every shape, the peers' outputs, peers.json.
-  std::string work;
-  if (!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) {
-    std::string tmpl = (fs::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      err << "gdn-bench --op conv: cannot create a temporary folder under "
-          << fs::temp_directory_path() << "\n";
-      return 2;
-    }
-    work = tmpl;
-  }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!dir.empty())
-        fs::remove_all(dir, ec);
-    }
-  } cleanup{work};
+  ScratchDir scratch;
+  if ((!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) &&
+      !make_scratch_dir(scratch, "gdn-bench --op conv", err))
+    return 2;
+  const std::string work = scratch.dir;
 
   bool failed = false;
   char line[640];
@@ -700,32 +651,13 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
                                      std::to_string(cfg.check_only ? 1 : cfg.iters),
                                      "--prepare-timeout",
                                      std::to_string(cfg.peers_budget)};
-    bool any_inputs = false;
-    for (const std::string& d : input_dirs)
-      if (!d.empty()) {
-        argv.insert(argv.end(), {"--inputs", d});
-        any_inputs = true;
-      }
     std::vector<peers::Row> rows;
-    std::string why;
-    if (any_inputs) {
-      err << "gdn-bench --op conv: starting the peers driver (" << backend_arg
-          << "); FLA autotunes its conv kernels on the first calls\n";
-      std::string spawn_error;
-      const int rc = peers::run_process(argv, spawn_error);
-      if (rc != 0)
-        why = rc < 0 ? spawn_error
-                     : "the driver exited with code " + std::to_string(rc) + " (see stderr)";
-      else
-        why = peers::read_results(work + "/peers/peers.json", rows);
-      if (!why.empty()) {
-        err << "gdn-bench --op conv: the peers driver failed; its files are kept in " << work
-            << "\n";
-        cleanup.dir.clear();
-      }
-    } else {
-      why = "no inputs were written";
-    }
+    bool keep_files = false;
+    const std::string why = run_peers_driver(
+        argv, input_dirs, work, "gdn-bench --op conv", backend_arg,
+        "FLA autotunes its conv kernels on the first calls", err, rows, keep_files);
+    if (keep_files)
+      scratch.dir.clear();
     // Every output and gradient the op has must come back (dbias only with a bias).
     std::vector<std::string> need = {"q",       "k",  "v",  "g",      "beta",    "dx",
                                      "dweight", "da", "db", "dA_log", "ddt_bias"};
@@ -738,97 +670,38 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
         res.peer = true;
         res.shape = si;
         const Shape& s = cfg.shapes[si].second;
-        const peers::Row* row = nullptr;
-        for (const peers::Row& r : rows)
-          if (r.backend == b && r.shape.name == cfg.shapes[si].first &&
-              r.shape.seq_len == s.seq_len && r.shape.batch == s.batch &&
-              r.shape.value_heads == s.value_heads)
-            row = &r;
+        const peers::Row* row =
+            find_row(rows, b, cfg.shapes[si].first, s.batch, s.seq_len, s.value_heads);
         if (!row) {
           res.status = "error";
           res.reason = why.empty() ? "no row from the driver" : why;
           results.push_back(res);
           continue;
         }
-        res.status = row->status;
-        res.reason = row->reason;
-        res.runs = row->runs;
-        res.pinned = row->pinned;
-        res.versions = row->versions;
-        res.saved_bytes = row->saved_bytes;
-        res.peak_bytes = row->peak_bytes;
-        res.first_call_s = row->first_call_s;
+        take_row(res, *row, "Triton causal_conv1d");
         res.own_kernels_ms = row->own_kernels_ms;
-        res.kernel_times = row->kernel_times;
-        if (b == "fla" && res.status == "ok" && !row->pinned_verified) {
-          res.status = "error";
-          res.reason = "could not verify that FLA ran its Triton causal_conv1d: " + row->pinned;
-        }
         if (res.status == "ok") {
           std::map<std::string, std::vector<double>> got;
           const std::string e = refs[si].empty() ? "no reference for this shape"
                                                  : peers::read_tensors(row->outputs, got);
-          bool pass = e.empty();
-          if (!e.empty())
-            add_check(b, labels[si], e, {}, false);
-          for (const std::string& n : need)
-            if (e.empty() && !got.count(n)) {
-              add_check(b, labels[si], n + " (missing)", {}, false);
-              pass = false;
-            }
-          for (const auto& [name, data] : got) {
-            auto it = refs[si].find(name);
-            if (it == refs[si].end())
-              continue;
-            Error er;
-            if (data.size() != it->second.size()) {
-              er.rel_l2 = er.max_abs = NAN;
-              add_check(b, labels[si], name + " (wrong size)", er, false);
-              pass = false;
-              continue;
-            }
-            er = compare(data, it->second);
-            const bool ok = er.ok(cfg.tol);
-            add_check(b, labels[si], name, er, ok);
-            pass = pass && ok;
-            if (er.rel_l2 > res.worst_rel_l2) {
-              res.worst_rel_l2 = er.rel_l2;
-              res.worst_output = name;
-            }
-          }
-          if (!pass) {
+          if (!check_peer_outputs(e, got, need, refs[si], cfg.tol, res,
+                                  [&](const std::string& output, const Error& er, bool ok) {
+                                    add_check(b, labels[si], output, er, ok);
+                                  })) {
             res.status = "failed check";
             err << "gdn-bench --op conv: " << labels[si] << ": " << b
                 << " FAILED its check against the reference\n";
           }
           for (const peers::ModeTimes& t : row->times)
             res.modes.push_back({t.mode, t.graph, t.eager, t.graph_error});
-          std::stable_sort(res.modes.begin(), res.modes.end(), [](const auto& x, const auto& y) {
-            return std::find(kModes.begin(), kModes.end(), x.mode) <
-                   std::find(kModes.begin(), kModes.end(), y.mode);
-          });
+          sort_modes(res.modes, kModes);
         }
         results.push_back(res);
       }
   }
 
-  // By shape, then the peers before ours, as the tables read best.
-  auto rank = [](const Result& r) {
-    const auto it = std::find(kPeers.begin(), kPeers.end(), r.backend);
-    return it != kPeers.end()
-               ? size_t(it - kPeers.begin())
-               : kPeers.size() +
-                     size_t(std::find(kOurs.begin(), kOurs.end(), r.backend) - kOurs.begin());
-  };
-  std::stable_sort(results.begin(), results.end(), [&](const Result& x, const Result& y) {
-    return x.shape != y.shape ? x.shape < y.shape : rank(x) < rank(y);
-  });
-  auto baseline_of = [&](size_t si) -> const Result* {
-    for (const Result& r : results)
-      if (r.shape == si && r.backend == cfg.baseline && r.status == "ok")
-        return &r;
-    return nullptr;
-  };
+  sort_results(results, kPeers, kOurs);
+  auto baseline_of = [&](size_t si) { return qr::gdn::baseline_of(results, cfg.baseline, si); };
 
   out << "\ncorrectness against the fp64 CPU reference (relative L2 error, tolerance " << cfg.tol
       << ")\n";
@@ -878,17 +751,11 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
     char err_text[32] = "-";
     if (r.worst_rel_l2 >= 0)
       std::snprintf(err_text, sizeof err_text, "%.1e", r.worst_rel_l2);
-    std::string note = r.status == "ok" || r.status == "failed check" ? r.runs : r.reason;
-    if (!r.pinned.empty())
-      note += "; " + r.pinned;
-    if (r.own_kernels_ms >= 0) {
-      char own[96];
+    char own[96] = "";
+    if (r.own_kernels_ms >= 0)
       std::snprintf(own, sizeof own, "; its conv kernels %.3f ms of a profiled training step",
                     r.own_kernels_ms);
-      note += own;
-    }
-    if (r.peer)
-      note += " [" + versions_text(r.versions) + "]";
+    const std::string note = result_note(r, own);
     std::snprintf(line, sizeof line, "%-13s %-12s %-12s %9s %9s %9s %9s %9s %9s  ",
                   r.backend.c_str(), cfg.shapes[r.shape].first.substr(0, 12).c_str(),
                   r.status.c_str(), ms_text(r.graph_ms("fwd")).c_str(),
@@ -899,46 +766,16 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
   }
 
   // Where a peer's training step goes: its conv kernels and the PyTorch rest of the op.
-  bool kernel_header = false;
-  for (const Result& r : results) {
-    if (!r.peer || r.status != "ok" || r.kernel_times.empty())
-      continue;
-    if (!kernel_header)
-      out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
-             "and launches per step, averaged over a few eager steps)\n";
-    kernel_header = true;
-    print_kernel_times(out, r.backend + " @ " + labels[r.shape], r.kernel_times);
-  }
+  print_peer_kernel_times(out, results, [&](const Result& r) { return labels[r.shape]; });
 
   // The recommendation: the fastest training step that passed its check, and the fastest peer.
-  struct Recommendation {
-    size_t shape;
-    std::string text, fastest, fastest_peer;
-  };
   std::vector<Recommendation> recs;
   if (!cfg.check_only) {
     out << "\n";
     for (size_t si = 0; si < cfg.shapes.size(); ++si) {
-      const Result *best = nullptr, *best_peer = nullptr;
-      for (const Result& r : results) {
-        if (r.shape != si || r.status != "ok" || r.graph_ms("fwdbwd") <= 0)
-          continue;
-        if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
-          best = &r;
-        if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
-          best_peer = &r;
-      }
+      const auto [best, best_peer] = fastest_of(results, si, "");
       const Result* base = baseline_of(si);
-      auto against = [&](const Result& r) {
-        char b[96];
-        if (base && base != &r)
-          std::snprintf(b, sizeof b, "%.2f of %s (fwd+bwd %.3f ms)",
-                        r.graph_ms("fwdbwd") / base->graph_ms("fwdbwd"), cfg.baseline.c_str(),
-                        r.graph_ms("fwdbwd"));
-        else
-          std::snprintf(b, sizeof b, "fwd+bwd %.3f ms", r.graph_ms("fwdbwd"));
-        return std::string(b);
-      };
+      auto against = [&](const Result& r) { return against_text(r, base, cfg.baseline); };
       std::string text = "recommendation for " + cfg.shapes[si].first + " (conv): ";
       if (!best) {
         text += "no path ran a training step here";
@@ -953,7 +790,8 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
           text += " (ours; no peer ran)";
       }
       out << text << "\n";
-      recs.push_back({si, text, best ? best->backend : "", best_peer ? best_peer->backend : ""});
+      recs.push_back({cfg.shapes[si].first, cfg.shapes[si].second.seq_len, text,
+                      best ? best->backend : "", best_peer ? best_peer->backend : ""});
     }
   }
 
@@ -988,60 +826,17 @@ int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std
         << ", \"kind\": \"" << (r.peer ? "peer" : "ours")
         << "\", \"shape\": " << peers::json_string(sname) << ", \"B\": " << s.batch
         << ", \"T\": " << s.seq_len << ", \"Hk\": " << s.key_heads << ", \"Hv\": " << s.value_heads
-        << ", \"D\": " << s.head_dim_k << ", \"C\": " << channels(s)
-        << ", \"status\": " << peers::json_string(r.status)
-        << ", \"reason\": " << peers::json_string(r.reason)
-        << ", \"runs\": " << peers::json_string(r.runs)
-        << ", \"pinned\": " << peers::json_string(r.pinned) << ", \"versions\": {";
-      for (size_t v = 0; v < r.versions.size(); ++v)
-        j << (v ? ", " : "") << peers::json_string(r.versions[v].first) << ": "
-          << peers::json_string(r.versions[v].second);
-      j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
-        << ", \"max_rel_l2\": " << r.worst_rel_l2
-        << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
-        << ", \"own_kernels_ms\": " << r.own_kernels_ms << ", \"kernel_times\": ";
-      json_kernel_times(j, r.kernel_times);
-      j << ", \"first_call_s\": " << r.first_call_s << ", \"times\": {";
-      for (size_t m = 0; m < r.modes.size(); ++m) {
-        const ModeResult& mr = r.modes[m];
-        j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";
-        json_stats(j, mr.graph);
-        j << ", \"eager_ms\": ";
-        json_stats(j, mr.eager);
-        const double bm = base ? base->graph_ms(mr.mode) : -1;
-        j << ", \"ratio_to_baseline\": "
-          << (bm > 0 && mr.graph.median > 0 ? mr.graph.median / bm : -1)
-          << ", \"graph_error\": " << peers::json_string(mr.graph_error) << "}";
-      }
-      j << "}}";
+        << ", \"D\": " << s.head_dim_k << ", \"C\": " << channels(s);
+      json_result_status(j, r);
+      j << ", \"own_kernels_ms\": " << r.own_kernels_ms;
+      json_result_times(j, r, base, true);
     }
-    j << "\n ],\n \"recommendations\": [";
-    for (size_t i = 0; i < recs.size(); ++i)
-      j << (i ? ",\n  " : "\n  ")
-        << "{\"shape\": " << peers::json_string(cfg.shapes[recs[i].shape].first)
-        << ", \"T\": " << cfg.shapes[recs[i].shape].second.seq_len
-        << ", \"fastest\": " << peers::json_string(recs[i].fastest)
-        << ", \"fastest_peer\": " << peers::json_string(recs[i].fastest_peer)
-        << ", \"text\": " << peers::json_string(recs[i].text) << "}";
-    j << "\n ]\n}\n";
-    const std::string tmp = json_path + ".tmp";
-    std::ofstream f(tmp);
-    f << j.str();
-    f.close();
-    if (!f || std::rename(tmp.c_str(), json_path.c_str()) != 0) {
-      err << "gdn-bench --op conv: could not write " << json_path << "\n";
-      std::remove(tmp.c_str());
+    j << "\n ],\n \"recommendations\": ";
+    json_recommendations(j, recs, "fastest_peer");
+    j << "\n}\n";
+    if (!write_json_and_plot(json_path, j.str(), cfg.python, cfg.driver, cfg.plot,
+                             "gdn-bench --op conv", err))
       failed = true;
-    } else if (!cfg.plot.empty()) {
-      std::string spawn_error;
-      const int rc = peers::run_process(
-          {cfg.python, cfg.driver, "plot", "--json", json_path, "--out", cfg.plot}, spawn_error);
-      if (rc != 0) {
-        err << "gdn-bench --op conv: --plot " << cfg.plot << ": "
-            << (rc < 0 ? spawn_error : "the driver's plot failed (see above)") << "\n";
-        failed = true;
-      }
-    }
   }
   cudaStreamDestroy(st);
   return failed ? 2 : 0;

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <unistd.h>
@@ -313,39 +312,9 @@ struct CheckRow {
   bool pass;
 };
 
-using peers::Stats;
-
-struct ModeResult {
-  std::string mode;
-  Stats graph, eager;
-  std::string graph_error;
-};
-
-// One backend at one shape: what the tables, the recommendation and the JSON say about it.
-struct Result {
-  std::string backend;
-  bool peer = false;
-  size_t shape = 0;          // index into Config::shapes
-  std::string status = "ok"; // ok, unavailable, error, failed check
-  std::string reason, runs, pinned;
-  std::vector<std::pair<std::string, std::string>> versions;
+// One backend at one shape (BenchResult::shape indexes Config::shapes).
+struct Result : BenchResult {
   size_t kernels = 0; // CUDA kernels of one training step (a peer's, from torch.profiler)
-  std::vector<peers::KernelTime> kernel_times; // the same, timed (longest first)
-  std::vector<ModeResult> modes;
-  double saved_bytes = -1, peak_bytes = -1, first_call_s = -1;
-  double worst_rel_l2 = -1;
-  std::string worst_output;
-
-  const ModeResult* mode(const std::string& m) const {
-    for (const ModeResult& r : modes)
-      if (r.mode == m)
-        return &r;
-    return nullptr;
-  }
-  double graph_ms(const std::string& m) const {
-    const ModeResult* r = mode(m);
-    return r ? r->graph.median : -1;
-  }
 };
 
 // Runs fwd and bwd of `be` on poisoned outputs and reads back every output: the training path
@@ -372,13 +341,7 @@ std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool tr
 std::string write_inputs(const Problem& p, const NamedShape& ns, const std::string& stem) {
   const Shape& s = ns.shape;
   const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k;
-  struct Item {
-    const char* name;
-    const DeviceBuffer* buf;
-    const char* dtype;
-    std::vector<int64_t> shape;
-  };
-  std::vector<Item> items = {
+  std::vector<DeviceTensor> items = {
       {"q", &p.q, "bf16", {B, T, Hk, D}},    {"k", &p.k, "bf16", {B, T, Hk, D}},
       {"v", &p.v, "bf16", {B, T, Hv, D}},    {"g", &p.g, "f32", {B, T, Hv}},
       {"beta", &p.beta, "bf16", {B, T, Hv}}, {"do", &p.d_o, "bf16", {B, T, Hv, D}}};
@@ -386,18 +349,11 @@ std::string write_inputs(const Problem& p, const NamedShape& ns, const std::stri
     items.push_back({"h0", &p.h0, "f32", {B, Hv, D, D}});
   if (p.dht.bytes())
     items.push_back({"dht", &p.dht, "f32", {B, Hv, D, D}});
-  std::vector<peers::HostTensor> tensors;
-  for (const Item& it : items) {
-    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
-    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
-    tensors.push_back(std::move(t));
-  }
   char extra[96];
   std::snprintf(extra, sizeof extra, "\"scale\": %.9g, \"l2norm\": %s", p.opt.effective_scale(s),
                 p.opt.l2norm_qk ? "true" : "false");
-  return peers::write_tensors(
-      stem, {ns.name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, tensors,
-      extra);
+  return write_device_tensors(
+      stem, {ns.name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, items, extra);
 }
 
 // What a user does to run `backend` in a Megatron-Bridge recipe.
@@ -482,24 +438,11 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     return 2;
   }
   // The driver's files: the inputs of every shape, the peers' outputs, peers.json.
-  std::string work;
-  if (!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) {
-    std::string tmpl = (fs::temp_directory_path() / "qr-gdn-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      err << "gdn-bench: cannot create a temporary folder under " << fs::temp_directory_path()
-          << "\n";
-      return 2;
-    }
-    work = tmpl;
-  }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!dir.empty())
-        fs::remove_all(dir, ec);
-    }
-  } cleanup{work};
+  ScratchDir scratch;
+  if ((!peer_list.empty() || (!cfg.plot.empty() && cfg.json.empty())) &&
+      !make_scratch_dir(scratch, "gdn-bench", err))
+    return 2;
+  const std::string work = scratch.dir;
 
   std::vector<CheckRow> checks;
   std::vector<Result> results;
@@ -672,31 +615,13 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     argv.insert(argv.end(), {"--warmup", std::to_string(cfg.warmup), "--iters",
                              std::to_string(cfg.check_only ? 1 : cfg.iters), "--prepare-timeout",
                              std::to_string(cfg.peers_budget)});
-    bool any_inputs = false;
-    for (const std::string& d : input_dirs)
-      if (!d.empty()) {
-        argv.insert(argv.end(), {"--inputs", d});
-        any_inputs = true;
-      }
     std::vector<peers::Row> rows;
-    std::string why;
-    if (any_inputs) {
-      err << "gdn-bench: starting the peers driver (" << backend_arg
-          << "); FlashQLA compiles for about 2 minutes per new shape\n";
-      std::string spawn_error;
-      const int rc = peers::run_process(argv, spawn_error);
-      if (rc != 0)
-        why = rc < 0 ? spawn_error
-                     : "the driver exited with code " + std::to_string(rc) + " (see stderr)";
-      else
-        why = peers::read_results(work + "/peers/peers.json", rows);
-      if (!why.empty()) { // what the workers left is all there is to go on
-        err << "gdn-bench: the peers driver failed; its files are kept in " << work << "\n";
-        cleanup.dir.clear();
-      }
-    } else {
-      why = "no inputs were written";
-    }
+    bool keep_files = false;
+    const std::string why = run_peers_driver(argv, input_dirs, work, "gdn-bench", backend_arg,
+                                             "FlashQLA compiles for about 2 minutes per new shape",
+                                             err, rows, keep_files);
+    if (keep_files)
+      scratch.dir.clear();
     for (const std::string& b : peer_list)
       for (size_t si = 0; si < cfg.shapes.size(); ++si) {
         Result res;
@@ -705,98 +630,41 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         res.shape = si;
         const NamedShape& ns = cfg.shapes[si];
         const std::string label = ns.name + " (" + shape_text(ns.shape) + ")";
-        const peers::Row* row = nullptr;
-        for (const peers::Row& r : rows)
-          if (r.backend == b && r.shape.name == ns.name && r.shape.seq_len == ns.shape.seq_len &&
-              r.shape.batch == ns.shape.batch && r.shape.value_heads == ns.shape.value_heads)
-            row = &r;
+        const peers::Row* row =
+            find_row(rows, b, ns.name, ns.shape.batch, ns.shape.seq_len, ns.shape.value_heads);
         if (!row) {
           res.status = "error";
           res.reason = why.empty() ? "no row from the driver" : why;
           results.push_back(res);
           continue;
         }
-        res.status = row->status;
-        res.reason = row->reason;
-        res.runs = row->runs;
-        res.pinned = row->pinned;
-        res.versions = row->versions;
+        take_row(res, *row, "Triton kernels");
         res.kernels = row->kernels.size();
-        res.kernel_times = row->kernel_times;
-        res.saved_bytes = row->saved_bytes;
-        res.peak_bytes = row->peak_bytes;
-        res.first_call_s = row->first_call_s;
-        if (b == "fla" && res.status == "ok" && !row->pinned_verified) {
-          res.status = "error";
-          res.reason = "could not verify that FLA ran its Triton kernels: " + row->pinned;
-        }
         if (res.status == "ok") {
           std::map<std::string, std::vector<double>> got;
-          std::string e = oracle_errors[si].empty() ? peers::read_tensors(row->outputs, got)
-                                                    : "reference: " + oracle_errors[si];
-          bool pass = e.empty();
-          if (!e.empty())
-            checks.push_back({b + " @ " + label, e, {}, false});
+          const std::string e = oracle_errors[si].empty() ? peers::read_tensors(row->outputs, got)
+                                                          : "reference: " + oracle_errors[si];
           // Every output and gradient a peer computes must come back (dh0 only with a state).
-          for (const char* need : {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"})
-            if (e.empty() && !got.count(need) && (cfg.states || std::string(need) != "dh0")) {
-              checks.push_back({b + " @ " + label, std::string(need) + " (missing)", {}, false});
-              pass = false;
-            }
-          for (const auto& [name, data] : got) {
-            auto it = refs[si].find(name);
-            if (it == refs[si].end())
-              continue;
-            Error e2;
-            if (data.size() != it->second.size()) {
-              e2.rel_l2 = e2.max_abs = NAN;
-              pass = false;
-              checks.push_back({b + " @ " + label, name + " (wrong size)", e2, false});
-              continue;
-            }
-            e2 = compare(data, it->second);
-            const bool ok = e2.ok(cfg.tol);
-            checks.push_back({b + " @ " + label, name, e2, ok});
-            pass = pass && ok;
-            if (e2.rel_l2 > res.worst_rel_l2) {
-              res.worst_rel_l2 = e2.rel_l2;
-              res.worst_output = name;
-            }
-          }
-          if (!pass) {
+          std::vector<std::string> need = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta"};
+          if (cfg.states)
+            need.push_back("dh0");
+          if (!check_peer_outputs(e, got, need, refs[si], cfg.tol, res,
+                                  [&](const std::string& output, const Error& er, bool ok) {
+                                    checks.push_back({b + " @ " + label, output, er, ok});
+                                  })) {
             res.status = "failed check";
             err << "gdn-bench: " << label << ": " << b << " FAILED its check against reference\n";
           }
           for (const peers::ModeTimes& t : row->times)
             res.modes.push_back({t.mode, t.graph, t.eager, t.graph_error});
-          // The driver writes modes in its order; keep ours (fwd, fwd-train, bwd, fwdbwd).
-          std::stable_sort(res.modes.begin(), res.modes.end(), [](const auto& x, const auto& y) {
-            const std::vector<std::string> order = all_modes();
-            return std::find(order.begin(), order.end(), x.mode) <
-                   std::find(order.begin(), order.end(), y.mode);
-          });
+          sort_modes(res.modes, all_modes()); // fwd, fwd-train, bwd, fwdbwd
         }
         results.push_back(res);
       }
   }
 
-  // By shape, then the peers (in kPeers' order) before ours, as the tables read best.
-  auto rank = [&](const Result& r) {
-    const auto it = std::find(kPeers.begin(), kPeers.end(), r.backend);
-    return it != kPeers.end()
-               ? size_t(it - kPeers.begin())
-               : kPeers.size() +
-                     size_t(std::find(ours.begin(), ours.end(), r.backend) - ours.begin());
-  };
-  std::stable_sort(results.begin(), results.end(), [&](const Result& x, const Result& y) {
-    return x.shape != y.shape ? x.shape < y.shape : rank(x) < rank(y);
-  });
-  auto baseline_of = [&](size_t si) -> const Result* {
-    for (const Result& r : results)
-      if (r.shape == si && r.backend == cfg.baseline && r.status == "ok")
-        return &r;
-    return nullptr;
-  };
+  sort_results(results, kPeers, ours);
+  auto baseline_of = [&](size_t si) { return qr::gdn::baseline_of(results, cfg.baseline, si); };
 
   char line[640];
   out << "\ncorrectness against reference (relative L2 error |x - ref| / |ref|, tolerance "
@@ -867,11 +735,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       char err_text[32] = "-";
       if (r.worst_rel_l2 >= 0)
         std::snprintf(err_text, sizeof err_text, "%.1e", r.worst_rel_l2);
-      std::string note = r.status == "ok" || r.status == "failed check" ? r.runs : r.reason;
-      if (!r.pinned.empty())
-        note += "; " + r.pinned;
-      if (r.peer)
-        note += " [" + versions_text(r.versions) + "]";
+      const std::string note = result_note(r, "");
       // The note can be long (versions, kernel names): outside the fixed-size line.
       std::snprintf(line, sizeof line, "%-18s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  ",
                     r.backend.c_str(),
@@ -890,51 +754,21 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
 
   // Where a peer's training step goes, for comparing kernel by kernel with ours (docs/gdn-bench.md
   // has ours per kernel from ncu).
-  bool kernel_header = false;
-  for (const Result& r : results) {
-    if (!r.peer || r.status != "ok" || r.kernel_times.empty())
-      continue;
-    if (!kernel_header)
-      out << "\nper kernel, a peer's training step (torch.profiler in the driver: GPU time, share "
-             "and launches per step, averaged over a few eager steps)\n";
-    kernel_header = true;
+  print_peer_kernel_times(out, results, [&](const Result& r) {
     const NamedShape& ns = cfg.shapes[r.shape];
-    print_kernel_times(out, r.backend + " @ " + ns.name + " (" + shape_text(ns.shape) + ")",
-                       r.kernel_times);
-  }
+    return ns.name + " (" + shape_text(ns.shape) + ")";
+  });
 
   // The recommendation: the fastest training step that passed its check, and the fastest of the
   // backends a recipe can select (ours cannot be selected by Megatron-Core).
-  struct Recommendation {
-    size_t shape;
-    std::string text, fastest, selectable;
-  };
   std::vector<Recommendation> recs;
   if (!cfg.check_only) {
     out << "\n";
     for (size_t si = 0; si < cfg.shapes.size(); ++si) {
       const NamedShape& ns = cfg.shapes[si];
-      const Result *best = nullptr, *best_peer = nullptr;
-      for (const Result& r : results) {
-        if (r.shape != si || r.status != "ok" || r.backend == "reference" ||
-            r.graph_ms("fwdbwd") <= 0)
-          continue;
-        if (!best || r.graph_ms("fwdbwd") < best->graph_ms("fwdbwd"))
-          best = &r;
-        if (r.peer && (!best_peer || r.graph_ms("fwdbwd") < best_peer->graph_ms("fwdbwd")))
-          best_peer = &r;
-      }
+      const auto [best, best_peer] = fastest_of(results, si, "reference");
       const Result* base = baseline_of(si);
-      auto against = [&](const Result& r) {
-        char b[96];
-        if (base && base != &r)
-          std::snprintf(b, sizeof b, "%.2f of %s (fwd+bwd %.3f ms)",
-                        r.graph_ms("fwdbwd") / base->graph_ms("fwdbwd"), cfg.baseline.c_str(),
-                        r.graph_ms("fwdbwd"));
-        else
-          std::snprintf(b, sizeof b, "fwd+bwd %.3f ms", r.graph_ms("fwdbwd"));
-        return std::string(b);
-      };
+      auto against = [&](const Result& r) { return against_text(r, base, cfg.baseline); };
       std::string text = "recommendation for " + ns.name + " (" + shape_text(ns.shape) + "): ";
       if (!best) {
         text += "no backend ran a training step here";
@@ -956,7 +790,8 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
       if (!untimed.empty())
         text += "; not timed here, see their rows: " + untimed;
       out << text << "\n";
-      recs.push_back({si, text, best ? best->backend : "", best_peer ? best_peer->backend : ""});
+      recs.push_back({ns.name, ns.shape.seq_len, text, best ? best->backend : "",
+                      best_peer ? best_peer->backend : ""});
     }
   }
 
@@ -988,59 +823,17 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
         << ", \"kind\": \"" << (r.peer ? "peer" : "ours")
         << "\", \"shape\": " << peers::json_string(ns.name) << ", \"B\": " << ns.shape.batch
         << ", \"T\": " << ns.shape.seq_len << ", \"Hk\": " << ns.shape.key_heads
-        << ", \"Hv\": " << ns.shape.value_heads << ", \"D\": " << ns.shape.head_dim_k
-        << ", \"status\": " << peers::json_string(r.status)
-        << ", \"reason\": " << peers::json_string(r.reason)
-        << ", \"runs\": " << peers::json_string(r.runs)
-        << ", \"pinned\": " << peers::json_string(r.pinned) << ", \"versions\": {";
-      for (size_t v = 0; v < r.versions.size(); ++v)
-        j << (v ? ", " : "") << peers::json_string(r.versions[v].first) << ": "
-          << peers::json_string(r.versions[v].second);
-      j << "}, \"saved_bytes\": " << r.saved_bytes << ", \"peak_bytes\": " << r.peak_bytes
-        << ", \"max_rel_l2\": " << r.worst_rel_l2
-        << ", \"max_rel_l2_output\": " << peers::json_string(r.worst_output)
-        << ", \"kernels\": " << r.kernels << ", \"kernel_times\": ";
-      json_kernel_times(j, r.kernel_times);
-      j << ", \"first_call_s\": " << r.first_call_s << ", \"times\": {";
-      for (size_t m = 0; m < r.modes.size(); ++m) {
-        const ModeResult& mr = r.modes[m];
-        j << (m ? ", " : "") << "\"" << mr.mode << "\": {\"graph_ms\": ";
-        json_stats(j, mr.graph);
-        j << ", \"eager_ms\": ";
-        json_stats(j, mr.eager);
-        const double bm = base ? base->graph_ms(mr.mode) : -1;
-        j << ", \"ratio_to_baseline\": "
-          << (bm > 0 && mr.graph.median > 0 ? mr.graph.median / bm : -1) << "}";
-      }
-      j << "}}";
+        << ", \"Hv\": " << ns.shape.value_heads << ", \"D\": " << ns.shape.head_dim_k;
+      json_result_status(j, r);
+      j << ", \"kernels\": " << r.kernels;
+      json_result_times(j, r, base, false);
     }
-    j << "\n ],\n \"recommendations\": [";
-    for (size_t i = 0; i < recs.size(); ++i)
-      j << (i ? ",\n  " : "\n  ")
-        << "{\"shape\": " << peers::json_string(cfg.shapes[recs[i].shape].name)
-        << ", \"T\": " << cfg.shapes[recs[i].shape].shape.seq_len
-        << ", \"fastest\": " << peers::json_string(recs[i].fastest)
-        << ", \"fastest_selectable\": " << peers::json_string(recs[i].selectable)
-        << ", \"text\": " << peers::json_string(recs[i].text) << "}";
-    j << "\n ]\n}\n";
-    const std::string tmp = json_path + ".tmp";
-    std::ofstream f(tmp);
-    f << j.str();
-    f.close();
-    if (!f || std::rename(tmp.c_str(), json_path.c_str()) != 0) {
-      err << "gdn-bench: could not write " << json_path << "\n";
-      std::remove(tmp.c_str());
+    j << "\n ],\n \"recommendations\": ";
+    json_recommendations(j, recs, "fastest_selectable");
+    j << "\n}\n";
+    if (!write_json_and_plot(json_path, j.str(), cfg.python, cfg.driver, cfg.plot, "gdn-bench",
+                             err))
       failed = true;
-    } else if (!cfg.plot.empty()) {
-      std::string spawn_error;
-      const int rc = peers::run_process(
-          {cfg.python, cfg.driver, "plot", "--json", json_path, "--out", cfg.plot}, spawn_error);
-      if (rc != 0) {
-        err << "gdn-bench: --plot " << cfg.plot << ": "
-            << (rc < 0 ? spawn_error : "the driver's plot failed (see above)") << "\n";
-        failed = true;
-      }
-    }
   }
   cudaStreamDestroy(st);
   return failed ? 2 : 0;

@@ -1,15 +1,14 @@
-// What gdn-bench's GDN and conv runs share (gdn_bench.cu, conv_bench.cu): a mode's passes
-// captured into a CUDA graph for replay timing, and the text and JSON of the figures.
+// What gdn-bench's GDN and conv runs share (gdn_bench.cu, conv_bench.cu) that needs CUDA: a
+// mode's passes captured into a CUDA graph for replay timing. The rest is in bench_report.h.
 #pragma once
 
+#include "bench_report.h"
 #include "common.cuh"
-#include "peers.h"
+#include "harness.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <ostream>
+#include <cmath>
+#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace qr::gdn {
@@ -40,85 +39,67 @@ struct GraphExec {
   }
 };
 
-inline peers::Stats stats_of(std::vector<float> ms) {
-  peers::Stats s;
-  if (ms.empty())
-    return s;
-  std::sort(ms.begin(), ms.end());
-  s.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  s.min = ms.front();
-  s.max = ms.back();
-  return s;
-}
+// A device tensor for the driver: its name, buffer, element type ("bf16", "f32") and shape.
+struct DeviceTensor {
+  const char* name;
+  const DeviceBuffer* buf;
+  const char* dtype;
+  std::vector<int64_t> shape;
+};
 
-inline void json_stats(std::ostream& j, const peers::Stats& s) {
-  if (s.median <= 0) {
-    j << "null";
-    return;
+// The tensors exactly as the device holds them, copied to the host and written as the tensor files
+// STEM.json / STEM.bin (peers::write_tensors, with `extra` members).
+inline std::string write_device_tensors(const std::string& stem, const peers::ShapeInfo& shape,
+                                        const std::vector<DeviceTensor>& items,
+                                        const std::string& extra) {
+  std::vector<peers::HostTensor> tensors;
+  for (const DeviceTensor& it : items) {
+    peers::HostTensor t{it.name, it.dtype, it.shape, std::vector<uint8_t>(it.buf->bytes())};
+    QR_CUDA_TRY(cudaMemcpy(t.bytes.data(), it.buf->get(), t.bytes.size(), cudaMemcpyDeviceToHost));
+    tensors.push_back(std::move(t));
   }
-  j << "{\"median\": " << s.median << ", \"min\": " << s.min << ", \"max\": " << s.max << "}";
+  return peers::write_tensors(stem, shape, tensors, extra);
 }
 
-inline std::string mb(double bytes) {
-  if (bytes < 0)
-    return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", bytes / 1e6);
-  return b;
-}
-
-inline std::string ms_text(double ms) {
-  if (ms <= 0)
-    return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", ms);
-  return b;
-}
-
-inline std::string ratio_text(double ms, double base) {
-  if (ms <= 0 || base <= 0)
-    return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f", ms / base);
-  return b;
-}
-
-inline std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t')
-      c = ' ';
-  return s;
-}
-
-inline std::string versions_text(const std::vector<std::pair<std::string, std::string>>& v) {
-  std::string t;
-  for (const auto& [dist, ver] : v)
-    t += (t.empty() ? "" : ", ") + dist + " " + ver;
-  return t.empty() ? "no versions found" : t;
-}
-
-// A peer's training step per kernel (peers::Row::kernel_times): GPU time, share and launches.
-inline void print_kernel_times(std::ostream& out, const std::string& title,
-                               const std::vector<peers::KernelTime>& times) {
-  double total = 0;
-  for (const peers::KernelTime& k : times)
-    total += k.us;
-  out << title << ": " << times.size() << " kernels, " << ms_text(total / 1e3)
-      << " ms of GPU time\n";
-  char line[64];
-  for (const peers::KernelTime& k : times) {
-    std::snprintf(line, sizeof line, "  %9.1f us %5.1f%% %5.1f x  ", k.us,
-                  total > 0 ? 100 * k.us / total : 0.0, k.calls);
-    out << line << one_line(k.name).substr(0, 100) << "\n";
+// A peer's outputs and gradients (`got`; `read_error` when they could not be read) against the
+// reference's (`ref`): each of `need` must be there, each the reference has must match it in size
+// and within `tol`. Every check goes through record(output, error, pass), the worst relative L2
+// error into `res`. Returns whether all passed.
+template <class Record>
+bool check_peer_outputs(const std::string& read_error,
+                        const std::map<std::string, std::vector<double>>& got,
+                        const std::vector<std::string>& need,
+                        const std::map<std::string, std::vector<double>>& ref, double tol,
+                        BenchResult& res, Record record) {
+  bool pass = read_error.empty();
+  if (!read_error.empty())
+    record(read_error, Error{}, false);
+  for (const std::string& n : need)
+    if (read_error.empty() && !got.count(n)) {
+      record(n + " (missing)", Error{}, false);
+      pass = false;
+    }
+  for (const auto& [name, data] : got) {
+    auto it = ref.find(name);
+    if (it == ref.end())
+      continue;
+    Error er;
+    if (data.size() != it->second.size()) {
+      er.rel_l2 = er.max_abs = NAN;
+      record(name + " (wrong size)", er, false);
+      pass = false;
+      continue;
+    }
+    er = compare(data, it->second);
+    const bool ok = er.ok(tol);
+    record(name, er, ok);
+    pass = pass && ok;
+    if (er.rel_l2 > res.worst_rel_l2) {
+      res.worst_rel_l2 = er.rel_l2;
+      res.worst_output = name;
+    }
   }
-}
-
-inline void json_kernel_times(std::ostream& j, const std::vector<peers::KernelTime>& times) {
-  j << "[";
-  for (size_t k = 0; k < times.size(); ++k)
-    j << (k ? ", " : "") << "{\"name\": " << peers::json_string(times[k].name)
-      << ", \"calls\": " << times[k].calls << ", \"us\": " << times[k].us << "}";
-  j << "]";
+  return pass;
 }
 
 } // namespace qr::gdn

@@ -136,12 +136,37 @@ def validate_peers(doc, where, op="gdn"):
                 check(isinstance(r["own_kernels_ms"], (int, float)), f"{w}: own_kernels_ms")
 
 
+def check_arg_errors(cases, out):
+    """Each (args, needle, what): one error line naming needle, exit 2, no OUT/peers.json."""
+    for args, needle, what in cases:
+        rc, _, err = run(args)
+        one_error_line(rc, err, needle, what)
+        check(not os.path.exists(out + "/peers.json"), f"{what}: wrote peers.json")
+
+
+def check_no_torch(op, inputs, out, where, backends):
+    """Without PyTorch the driver exits 0, prints nothing on stdout (that is gdn-bench's) and
+    writes one row per backend, in order, each saying to install torch."""
+    rc, stdout, err = run([op, "--inputs", inputs, "--out", out])
+    check(rc == 0 and stdout == "", f"{where}: rc {rc}, stdout {stdout!r}: {err}")
+    with open(os.path.join(out, "peers.json")) as f:
+        doc = json.load(f)
+    validate_peers(doc, where, op=op)
+    check([r["backend"] for r in doc["rows"]] == backends,
+          f"{where}: one row per backend, in order")
+    for r in doc["rows"]:
+        check(r["status"] == "unavailable" and
+              r["reason"] == "not installed: pip install torch (no module 'torch')",
+              f"{where}: {r['backend']}: {r.get('reason')!r}")
+    return doc
+
+
 def conv_tests():
     """The `conv` subcommand: its arguments, inputs, missing packages, pinning env, schema."""
     inputs = os.path.join(WORK, "conv0")
     write_conv_inputs(inputs)
     gdn_inputs = os.path.join(WORK, "shape0")
-    for args, needle, what in [
+    check_arg_errors([
         (["conv", "--inputs", inputs, "--out", WORK + "/c1", "--backend", "flash_qla"],
          "unknown backend 'flash_qla' (one of fla, causal_conv1d or all)", "conv: a GDN backend"),
         (["conv", "--inputs", inputs, "--out", WORK + "/c1", "--modes", "fwd-train"],
@@ -155,10 +180,7 @@ def conv_tests():
          "holds the inputs of op 'gdn', not of 'conv'", "conv: GDN inputs"),
         (["gdn", "--inputs", inputs, "--out", WORK + "/c1"],
          "holds the inputs of op 'conv', not of 'gdn'", "gdn: conv inputs"),
-    ]:
-        rc, _, err = run(args)
-        one_error_line(rc, err, needle, what)
-        check(not os.path.exists(WORK + "/c1/peers.json"), f"{what}: wrote peers.json")
+    ], WORK + "/c1")
     for folder, kw, needle in [("conv-nodbeta", {"leave_out": ("dbeta",)}, "no tensor 'dbeta'"),
                                ("conv-nobias", {"bias": True, "leave_out": ("bias",)},
                                 "no tensor 'bias'")]:
@@ -167,19 +189,9 @@ def conv_tests():
         one_error_line(rc, err, needle, f"conv: {folder}")
 
     if importlib.util.find_spec("torch") is None:
-        out = os.path.join(WORK, "conv-no-torch")
-        rc, stdout, err = run(["conv", "--inputs", inputs, "--out", out])
-        check(rc == 0 and stdout == "", f"conv no torch: rc {rc}, stdout {stdout!r}: {err}")
-        with open(os.path.join(out, "peers.json")) as f:
-            doc = json.load(f)
-        validate_peers(doc, "conv no torch", op="conv")
-        check([r["backend"] for r in doc["rows"]] == ["fla", "causal_conv1d"],
-              "conv no torch: one row per backend, in order")
+        doc = check_no_torch("conv", inputs, os.path.join(WORK, "conv-no-torch"),
+                             "conv no torch", ["fla", "causal_conv1d"])
         check(doc["modes"] == ["fwd", "bwd", "fwdbwd"], f"conv no torch: modes {doc['modes']}")
-        for r in doc["rows"]:
-            check(r["status"] == "unavailable" and
-                  r["reason"] == "not installed: pip install torch (no module 'torch')",
-                  f"conv no torch: {r['backend']}: {r.get('reason')!r}")
 
     # PyTorch (a stub) without causal-conv1d: its row names the package, says why there is no
     # wheel to carry, and lists the versions found; per shape, in --backend order.
@@ -262,7 +274,7 @@ def main():
     # Argument handling: one error line, exit 2, nothing written.
     rc, _, err = run([])
     check(rc == 2 and "error: " in err, f"no subcommand: rc {rc}, {err!r}")
-    for args, needle, what in [
+    check_arg_errors([
         (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--backend", "flq"],
          "unknown backend 'flq'", "unknown backend"),
         (["gdn", "--inputs", inputs, "--out", WORK + "/o1", "--modes", "fwd,back"],
@@ -277,10 +289,7 @@ def main():
         (["gdn", "--inputs", WORK + "/nowhere", "--out", WORK + "/o1"],
          "cannot read inputs.json", "missing inputs folder"),
         (["plot", "--json", WORK + "/none.json", "--out", WORK + "/p.png"], "--json", "plot: no json"),
-    ]:
-        rc, _, err = run(args)
-        one_error_line(rc, err, needle, what)
-        check(not os.path.exists(WORK + "/o1/peers.json"), f"{what}: wrote peers.json")
+    ], WORK + "/o1")
 
     bad = os.path.join(WORK, "bad")
     os.makedirs(bad)
@@ -299,19 +308,8 @@ def main():
 
     # Without PyTorch, every row says so (CI has none; skip where the test's Python has it).
     if importlib.util.find_spec("torch") is None:
-        out = os.path.join(WORK, "no-torch")
-        rc, stdout, err = run(["gdn", "--inputs", inputs, "--out", out])
-        check(rc == 0, f"no torch: rc {rc}: {err}")
-        check(stdout == "", f"no torch: stdout is gdn-bench's, got {stdout!r}")
-        with open(os.path.join(out, "peers.json")) as f:
-            doc = json.load(f)
-        validate_peers(doc, "no torch")
-        check([r["backend"] for r in doc["rows"]] == ["fla", "flash_qla", "transformer_engine"],
-              "no torch: one row per backend, in order")
-        for r in doc["rows"]:
-            check(r["status"] == "unavailable" and
-                  r["reason"] == "not installed: pip install torch (no module 'torch')",
-                  f"no torch: {r['backend']}: {r.get('reason')!r}")
+        check_no_torch("gdn", inputs, os.path.join(WORK, "no-torch"), "no torch",
+                       ["fla", "flash_qla", "transformer_engine"])
 
     # PyTorch present (a stub package here) but not the peers' packages: each row names the
     # package to install, per shape, with the versions found.
