@@ -23,6 +23,8 @@ import difflib
 import sys
 import time
 
+from gdn_peers import Parser  # the driver beside this script: its one-line, exit-2 errors
+
 GDN_BENCH_SCALE = "0.0883883476"
 MODES = ("fwd", "fwd+bwd")
 
@@ -59,12 +61,6 @@ def modes(text):
                 f"unknown mode '{p}'" + (f" (did you mean '{near[0]}'?)" if near else "") +
                 f"; modes: {', '.join(MODES)}")
     return parts
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        print(f"error: {self.prog}: {message}", file=sys.stderr)
-        sys.exit(2)
 
 
 def main(argv=None):
