@@ -1,8 +1,9 @@
 // The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
 // forward's prep also keeps A and the rstd of q and k beside qn, kn and G in the saved context
 // (stamped with its shape and options, plus the chunk map when varlen): FLA's set. Backward:
-// prep (from the context, or self-contained from the inputs) -> save_scan and bwd_scan ->
-// bwd_intra; the backward kernels that read the context check its stamp first. Every run clears the
+// save_scan and bwd_scan (forming what they need from the context) -> bwd_intra, after prep
+// forms the context when none is given; the backward kernels that read the context check its
+// stamp first. Every run clears the
 // workspace's status word first (input_error).
 #include "fused.cuh"
 
@@ -178,17 +179,18 @@ public:
     if (!e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
-    // Ms, u, w from the context, or the whole context too from the inputs
-    if (e = launch_prep(geo, in, ws, a.saved ? Prep::backward : Prep::context, stream); !e.empty())
-      return e;
+    // the scans form what they need from the context: without one, prep forms it first
+    if (!a.saved)
+      if (e = launch_prep(geo, in, ws, Prep::context, stream); !e.empty())
+        return e;
     auto save = [&](ScanGrid sg) {
       return [&, sg](cudaStream_t st) {
-        return launch_save_scan(geo, sg, ws, a.initial_state, a.saved != nullptr, st);
+        return launch_save_scan(geo, sg, ws, in, a.initial_state, a.saved != nullptr, st);
       };
     };
     auto bwd = [&](ScanGrid sg) {
       return [&, sg](cudaStream_t st) {
-        return launch_bwd_scan(geo, sg, ws, ref<const bf16>(a.d_o), a.d_final_state,
+        return launch_bwd_scan(geo, sg, ws, in, ref<const bf16>(a.d_o), a.d_final_state,
                                a.d_initial_state, st);
       };
     };

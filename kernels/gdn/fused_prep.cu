@@ -1,9 +1,8 @@
 // Fused GDN, the parallel stage: everything of one 64-token chunk that does not depend on the
 // chunk state, one CTA per (chunk, key head) looping over the group's value heads, two CTAs per SM.
-// Three modes (Prep): the forward's (inference, or a training forward's that also writes the
-// context; the self-contained backward runs it too) and the backward's from a saved context.
+// Two modes (Prep): inference, and a training forward's that also writes the context (the
+// self-contained backward runs it too).
 //
-// Forward modes:
 // Once per key head, for all of its value heads (G per value head):
 //   q, k <- l2norm(q), l2norm(k)    (written as qn, kn; context: rq, rk)
 //   G    = cumsum(g)                 (in chunk; pad rows repeat the last real G)
@@ -16,11 +15,8 @@
 // Varlen: the CTA finds its slot's sequence, first token and length by a binary search over
 // cu_seqlens and writes them to the chunk map (fused.cuh); an unused slot gets zero tiles. Every
 // CTA flags g > 0 or NaN into the status, the first one also bad cu_seqlens, and in a training
-// forward it stamps the context.
-// Backward mode, from the context (FLA's set: qn, kn, rstd, G, A, the chunk map): after checking
-// the stamp it re-forms Ms (bit-identical: the same bf16 qn, kn and fp32 G), and u, w from the
-// bf16 A (the forward forms them from the fp32 inverse, as FLA's recompute_w_u reads its bf16 A
-// in both passes); no l2norm, cumsum, K K^T or inverse, and it writes nothing of the context.
+// forward it stamps the context. The backward given a context runs no prep: its scans form what
+// they need from the context (fused_scan.cu).
 // Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared memory;
 // K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on 2 x 16 rows (bands paired
 // to balance A's triangle) x 32 columns per warp.
@@ -66,20 +62,16 @@ size_t prep_smem(int group) {
 
 template <Prep kMode>
 __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
-  constexpr bool kContext = kMode == Prep::context, kBwd = kMode == Prep::backward;
+  constexpr bool kContext = kMode == Prep::context;
   extern __shared__ __align__(16) char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
   const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
   const int tid = threadIdx.x, warp = tid / 32;
-  if (kBwd && !stamp_ok(geo, ws))
-    return;
-  const Chunk ch = kBwd    ? chunk_at(geo, ws, b, n)
-                   : geo.N ? find_chunk(geo, n)
-                           : dense_chunk(geo, b, n);
+  const Chunk ch = geo.N ? find_chunk(geo, n) : dense_chunk(geo, b, n);
   const int h0 = hk * geo.group, t0 = ch.t0, L = ch.len;
   const size_t krow0 = krow(geo, b * geo.Hv + h0, n);
-  // once per slot: the chunk map; once per run: the offsets, the stamp (forward modes)
-  if (!kBwd && blockIdx.y == 0) {
+  // once per slot: the chunk map; once per run: the offsets, the stamp
+  if (blockIdx.y == 0) {
     if (geo.N && tid == 0)
       ws.chunks[n] = encode(ch);
     if (n == 0 && geo.N && !offsets_ok(geo.cu, geo.N, geo.T) && tid == 0)
@@ -92,13 +84,8 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
     }
   }
 
-  if constexpr (kBwd) { // normalised already, pad rows zero
-    load_tile_async<kC, kD, kThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, ws.qn + krow0 * kD, kD, kC);
-  } else {
-    load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
-    load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, in.q.at(b, t0, hk), in.q.st, L);
-  }
+  load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
+  load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, in.q.at(b, t0, hk), in.q.st, L);
   load_tile_async<kC, kD, kThreads>(sm.v[0], kLdD, in.v.at(b, t0, h0), in.v.st, L);
   cp_async_commit();
   float* const Gs = reinterpret_cast<float*>(smem_raw + sizeof(PrepSmem)); // G of head h0 + j
@@ -107,29 +94,23 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
   for (int e = tid; e < geo.group * kC; e += kThreads) {
     const int hv = e / kC, i = e % kC;
     const bool ok = i < L;
-    if constexpr (kBwd) {
-      Gs[e] = ws.G[vrow(geo, b * geo.Hv + h0 + hv, n) + i];
-    } else {
-      const float g = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f;
-      bad_gate |= !(g <= 0.f);
-      Gs[e] = g; // g until the cumsum
-    }
+    const float g = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f;
+    bad_gate |= !(g <= 0.f);
+    Gs[e] = g; // g until the cumsum
     betas[e] = ok ? __bfloat162float(*in.beta.at(b, t0 + i, h0 + hv)) : 0.f;
   }
-  if (!kBwd && tid < kC)
+  if (tid < kC)
     sm.rq[tid] = sm.rk[tid] = 1.f;
   cp_async_wait<0>();
   if (__syncthreads_or(bad_gate) && tid == 0)
     atomicOr(ws.status, kBadGate);
-  if constexpr (!kBwd) {
-    for (int hv = warp; hv < geo.group; hv += kThreads / 32)
-      warp_cumsum64(Gs + hv * kC, Gs + hv * kC); // in place: each lane reads its pair first
-    if (geo.l2) {
-      normalize_rows(sm.k, kLdD, L, sm.rk);
-      normalize_rows(sm.qa.q, kLdD, L, sm.rq);
-    }
-    __syncthreads();
+  for (int hv = warp; hv < geo.group; hv += kThreads / 32)
+    warp_cumsum64(Gs + hv * kC, Gs + hv * kC); // in place: each lane reads its pair first
+  if (geo.l2) {
+    normalize_rows(sm.k, kLdD, L, sm.rk);
+    normalize_rows(sm.qa.q, kLdD, L, sm.rq);
   }
+  __syncthreads();
 
   // The raw products, once per key head; each value head applies its own mask. Ms of every value
   // head leaves now, so that only K K^T stays in registers.
@@ -138,8 +119,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
   qk.zero();
   kk.zero();
   warp_mma<Lay::MK, Lay::NK, kD>(qk, sm.qa.q, kLdD, sm.k, kLdD, pm0, pn0);
-  if constexpr (!kBwd)
-    warp_mma<Lay::MK, Lay::NK, kD>(kk, sm.k, kLdD, sm.k, kLdD, pm0, pn0);
+  warp_mma<Lay::MK, Lay::NK, kD>(kk, sm.k, kLdD, sm.k, kLdD, pm0, pn0);
   for (int hv = 0; hv < geo.group; ++hv) {
     const float* G = Gs + hv * kC;
     Acc<16, 32> x = qk;
@@ -149,15 +129,13 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
     });
     store_acc_bf16(x, ws.ms + (vrow(geo, b * geo.Hv + h0 + hv, n) + pm0) * kC + pn0, kC);
   }
-  if constexpr (!kBwd) {
-    store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
-    store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
-  }
+  store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
+  store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
   if (kContext && tid < kC) {
     ws.rq[krow0 + tid] = sm.rq[tid];
     ws.rk[krow0 + tid] = sm.rk[tid];
   }
-  __syncthreads(); // Q is dead: its buffer takes A^-1 (forward modes)
+  __syncthreads(); // Q is dead: its buffer takes A^-1
 
   // u, w: warp w has the 16-row bands w % 2 and 3 - w % 2 (five k-steps of A's lower triangle on
   // every warp) and the columns un0 .. un0 + 31
@@ -170,20 +148,17 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
       load_tile_async<kC, kD, kThreads>(sm.v[s ^ 1], kLdD, in.v.at(b, t0, h + 1), in.v.st, L);
     cp_async_commit();
     const float *G = Gs + hv * kC, *beta = betas + hv * kC;
-    if constexpr (!kBwd) {
-      kk.each_pair([&](int r, int c, float y0, float y1) {
-        const int i = pm0 + r, j = pn0 + c;
-        const float gi = G[i];
-        const float2 gj = *reinterpret_cast<const float2*>(G + j);
-        *reinterpret_cast<float2*>(sm.r.solve.lf + i * kLdF + j) = make_float2(
-            i > j ? y0 * exp_ftz(gi - gj.x) : 0.f, i > j + 1 ? y1 * exp_ftz(gi - gj.y) : 0.f);
-      });
-      for (int i = tid; i < kC * kLdF / 4; i += kThreads)
-        reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-      invert_unit_lower(sm.r.solve.lf, beta, sm.qa.ainv, sm.r.solve.tmp);
-    }
+    kk.each_pair([&](int r, int c, float y0, float y1) {
+      const int i = pm0 + r, j = pn0 + c;
+      const float gi = G[i];
+      const float2 gj = *reinterpret_cast<const float2*>(G + j);
+      *reinterpret_cast<float2*>(sm.r.solve.lf + i * kLdF + j) = make_float2(
+          i > j ? y0 * exp_ftz(gi - gj.x) : 0.f, i > j + 1 ? y1 * exp_ftz(gi - gj.y) : 0.f);
+    });
+    for (int i = tid; i < kC * kLdF / 4; i += kThreads)
+      reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    invert_unit_lower(sm.r.solve.lf, beta, sm.qa.ainv, sm.r.solve.tmp);
     bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
-    const bf16* a_in = kBwd ? ws.a + row0 * kC : nullptr;
     { // column pairs: thread tid has columns j, j + 1 of rows tid / 32 + 8 r
       constexpr int kRowStep = kThreads / (kC / 2);
       static_assert(kThreads % (kC / 2) == 0 && kC % kRowStep == 0);
@@ -192,9 +167,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
 #pragma unroll
       for (int r = 0; r < kC / kRowStep; ++r) {
         const int i = tid / (kC / 2) + kRowStep * r;
-        const float2 a =
-            kBwd ? bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(a_in + i * kC + j))
-                 : *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
+        const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
         const float ab0 = a.x * b0, ab1 = a.y * b1;
         *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
             __floats2bfloat162_rn(ab0, ab1);
@@ -233,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
     __syncthreads();
     store_tile<kC, kD>(ws.u + row0 * kD, kD, sm.v[s], kLdD);
     store_tile<kC, kD>(ws.w + row0 * kD, kD, sm.qa.q, kLdD);
-    if (!kBwd && tid < kC)
+    if (tid < kC)
       ws.G[row0 + tid] = G[tid];
     if (more)
       __syncthreads(); // the tiles are out
@@ -245,9 +218,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, Prep mode,
                         cudaStream_t st) {
   const int smem = int(prep_smem(geo.group));
-  auto kernel = mode == Prep::context    ? prep_kernel<Prep::context>
-                : mode == Prep::backward ? prep_kernel<Prep::backward>
-                                         : prep_kernel<Prep::inference>;
+  auto kernel = mode == Prep::context ? prep_kernel<Prep::context> : prep_kernel<Prep::inference>;
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<dim3(geo.NT, geo.B * geo.Hk), kThreads, smem, st>>>(geo, in, ws);
   QR_CUDA_TRY(cudaGetLastError());

@@ -17,8 +17,9 @@
 //     32 (w % 4), columns 64 (w / 4) (warps 0-7 E, 8-15 T) and the 32 x 32 v_new tile at rows
 //     32 (w % 2), columns 32 (w / 2).
 //   seg_bwd, likewise in reverse: X = [dE | T^bwd] from [0 | I] through the backward scan's math
-//     with do = [do | 0]: dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do
-//     - w^T dv_new. One stage (the tiles of both stages would not fit).
+//     with do = [do | 0], forming Ms and w^T dv_new from the context as bwd_scan does:
+//     dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do - w^T dv_new. One
+//     stage (the tiles of both stages would not fit).
 //   combine, one CTA per (32 value columns, b, value head), fp32 on the CUDA cores, in segment
 //     order: S_in(0) = 0, S_in(z + 1) = T_z S_in(z) + E_z (bwd, from the last segment down:
 //     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_fwd_in (bwd: ws.seg_in).
@@ -55,15 +56,17 @@ struct SegFwdSmem {
   int edge; // the walk's restart slot
 };
 
-// 177 KB.
+// 207 KB.
 struct SegBwdSmem {
-  bf16 q[kC * kLdD], k[kC * kLdD], w[kC * kLdD];
-  bf16 ms[kC * kLdC];
+  bf16 q[kC * kLdD], k[kC * kLdD];
+  bf16 a[kC * kLdC];  // A, then A diag(beta exp(G)) in place
+  bf16 ms[kC * kLdC]; // Ms, formed here
   bf16 d_o[kC * kLdD];
-  float G[kC];
-  bf16 x[kD * kLdX];    // [dE | T^bwd], bf16 operand copy
-  bf16 dnun[kC * kLdX]; // -dv_new
-  float el[kC];
+  float G[kC], beta[kC];
+  bf16 x[kD * kLdX];   // [dE | T^bwd], bf16 operand copy
+  bf16 dnu[kC * kLdX]; // dv_new
+  bf16 y[kC * kLdX];   // -diag(beta exp(G)) A^T dv_new
+  float el[kC], bg[kC];
   int edge;
 };
 
@@ -159,8 +162,8 @@ __global__ void __launch_bounds__(kT, 1) seg_fwd_kernel(Geo geo, Workspace ws, c
   save_x(X, ws, at, sr, sc);
 }
 
-__global__ void __launch_bounds__(kT, 1)
-    seg_bwd_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht) {
+__global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, Ref<const bf16> beta,
+                                                        Ref<const bf16> d_o, const float* dht) {
   extern __shared__ __align__(16) char smem_raw[];
   SegBwdSmem& sm = *reinterpret_cast<SegBwdSmem*>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv, z = blockIdx.z, Z = gridDim.z;
@@ -197,36 +200,45 @@ __global__ void __launch_bounds__(kT, 1)
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
     load_tile_async<kC, kD, kT>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kT>(sm.w, kLdD, ws.w + row0 * kD, kD, kC);
-    load_tile_async<kC, kC, kT>(sm.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, kC, kT>(sm.a, kLdC, ws.a + row0 * kC, kC, kC);
     load_tile_async<kC, kD, kT>(sm.d_o, kLdD, d_o.at(c.b, c.t0, h), d_o.st, c.len);
     load_G(sm.G, ws.G + row0);
     cp_async_commit();
+    if (tid < kC)
+      sm.beta[tid] = beta_of(beta, c, h);
     store_acc_bf16(X, sm.x + sr * kLdX + sc, kLdX); // beside the loads
     cp_async_wait<0>();
     __syncthreads();
     const float Gl = sm.G[kC - 1];
-    if (tid < kC)
+    if (tid < kC) {
       sm.el[tid] = exp_ftz(Gl - sm.G[tid]);
-    scale_q_rows<kT>(sm.q, sm.G, geo.scale); // as bwd_scan
-    __syncthreads();
-    {
-      Acc<32, 32> V; // dv_new = El .* (K X) (+ Ms^T do in dE's columns)
-      V.zero();
-      warp_mma<Lay::MK, Lay::KN, kD>(V, sm.k, kLdD, sm.x, kLdX, pr, pc);
-      V.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
-      if (pc < kD)
-        warp_mma<Lay::KM, Lay::KN, kC>(V, sm.ms, kLdC, sm.d_o, kLdD, pr, pc);
-      V.each_pair([&](int r, int col, float& x0, float& x1) {
-        store_bf16x2(sm.dnun + (pr + r) * kLdX + pc + col, -x0, -x1);
-      });
+      sm.bg[tid] = sm.beta[tid] * exp_ftz(sm.G[tid]);
     }
+    form_ms<kW>(sm.ms, sm.q, sm.k, sm.G, geo.scale); // as bwd_scan
+    __syncthreads();
+    scale_columns<kT>(sm.a, sm.bg);
+    scale_q_rows<kT>(sm.q, sm.G, geo.scale);
+    Acc<32, 32> V; // dv_new = El .* (K X) (+ Ms^T do in dE's columns)
+    V.zero();
+    warp_mma<Lay::MK, Lay::KN, kD>(V, sm.k, kLdD, sm.x, kLdX, pr, pc);
+    V.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
+    if (pc < kD)
+      warp_mma<Lay::KM, Lay::KN, kC>(V, sm.ms, kLdC, sm.d_o, kLdD, pr, pc);
+    V.each_pair([&](int r, int col, float& x0, float& x1) {
+      store_bf16x2(sm.dnu + (pr + r) * kLdX + pc + col, x0, x1);
+    });
+    __syncthreads();
+    // w^T dv_new = K^T diag(beta exp(G)) A^T dv_new
+    lower_t_times(V, sm.a, sm.dnu, kLdX, pr, pc);
+    V.each_pair([&](int r, int col, float& x0, float& x1) {
+      store_bf16x2(sm.y + (pr + r) * kLdX + pc + col, -x0, -x1);
+    });
     __syncthreads();
     const float decay = exp_ftz(Gl);
     X.each([&](int, int, float& x) { x *= decay; });
     if (gradient)
       warp_mma<Lay::KM, Lay::KN, kC>(X, sm.q, kLdD, sm.d_o, kLdD, sr, sc);
-    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.w, kLdD, sm.dnun, kLdX, sr, sc);
+    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.k, kLdD, sm.y, kLdX, sr, sc);
   }
   save_x(X, ws, at, sr, sc);
 }
@@ -305,12 +317,12 @@ std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, c
   return launch_combine(geo, sg, ws, false, st);
 }
 
-std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
-                             const float* dht, cudaStream_t st) {
+std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             Ref<const bf16> d_o, const float* dht, cudaStream_t st) {
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegBwdSmem))));
-  seg_bwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegBwdSmem), st>>>(geo, ws, d_o,
-                                                                                     dht);
+  seg_bwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegBwdSmem), st>>>(
+      geo, ws, in.beta, d_o, dht);
   QR_CUDA_TRY(cudaGetLastError());
   return launch_combine(geo, sg, ws, true, st);
 }
