@@ -125,7 +125,7 @@ public:
   std::string unsupported(const DeviceInfo& dev, const Shape& s) const override {
     if (std::string e = arch_error(dev); !e.empty())
       return e;
-    // 210 KB of shared memory per scan CTA: sm_90 and sm_100 have 227 KB.
+    // Up to 220 KB of shared memory per scan CTA: sm_90 and sm_100 have 227 KB.
     return dev.major < 9 ? "needs sm_90 or newer" : fused_shape_error(s);
   }
 
@@ -160,7 +160,7 @@ public:
     const Prep mode = a.saved ? Prep::context : Prep::inference;
     if (std::string e = launch_prep(geo, in, ws, mode, stream); !e.empty())
       return e;
-    return launch_fwd_scan(geo, sg, ws, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
+    return launch_fwd_scan(geo, sg, ws, in, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
