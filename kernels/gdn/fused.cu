@@ -1,10 +1,9 @@
 // The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
-// forward's prep also keeps A and the rstd of q and k beside qn, kn and G in the saved context
-// (stamped with its shape and options, plus the chunk map when varlen): FLA's set. Backward:
-// save_scan and bwd_scan (forming what they need from the context) -> bwd_intra, after prep
-// forms the context when none is given; the backward kernels that read the context check its
-// stamp first. Every run clears the
-// workspace's status word first (input_error).
+// forward's prep writes qn, kn, G, A and the rstd of q and k to the saved context (stamped with
+// its shape and options, plus the chunk map when varlen): FLA's set. Backward: save_scan and
+// bwd_scan (forming what they need from the context) -> bwd_intra, after prep forms the context
+// when none is given; the backward kernels that read the context check its stamp first. Every
+// run clears the workspace's status word first (input_error).
 #include "fused.cuh"
 
 #include <map>
