@@ -328,7 +328,7 @@ __device__ __forceinline__ float beta_of(const Ref<const bf16>& beta, const Chun
   return i < c.len ? __bfloat162float(*beta.at(c.b, c.t0 + i, h)) : 0.f;
 }
 // A 64 x 64 bf16 tile (row stride kLdC) times f[j] in column j, in place, by the CTA's THREADS
-// threads: A diag(beta) and A diag(beta exp(G)) from A, rounded once as prep rounded them.
+// threads: A diag(beta) and A diag(beta exp(G)) from A, each element rounded to bf16 once.
 template <int THREADS>
 __device__ __forceinline__ void scale_columns(bf16* a, const float* f) {
   for_each_piece<kC, kC, THREADS>([&](int i, int c) {
@@ -344,9 +344,9 @@ __device__ __forceinline__ void scale_columns(bf16* a, const float* f) {
     *at = x;
   });
 }
-// X = L x and X = L^T x for the warp's 32-row tile at (r0, c0), L a lower-triangular 64 x 64 bf16
-// tile (row stride kLdC) and x 64 rows (row stride ldx): only the k-steps the triangle leaves
-// nonzero (for L^T, rows r0 .. of both operands).
+// X = L x and X = L^T x for the warp's 32-row tile at (r0, c0) (L x also for a 64-row tile, r0 =
+// 0), L a lower-triangular 64 x 64 bf16 tile (row stride kLdC) and x 64 rows (row stride ldx): only
+// the k-steps the triangle leaves nonzero (for L^T, rows r0 .. of both operands).
 template <int M, int N>
 __device__ __forceinline__ void lower_times(Acc<M, N>& X, const bf16* l, const bf16* x, int ldx,
                                             int r0, int c0) {
