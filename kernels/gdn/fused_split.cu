@@ -165,7 +165,8 @@ __global__ void __launch_bounds__(kT, 1)
       store_bf16x2(sm.vx + i * kLdX + j, v.x - sm.gm[i] * x0, v.y - sm.gm[i] * x1);
     });
     __syncthreads();
-    lower_times(V, s.a, sm.vx, kLdX, pr, pc);
+    V.zero();
+    triangle_mma<Tri::lower>(V, s.a, sm.vx, kLdX, pr, pc);
     V.each_pair([&](int r, int c, float& x0, float& x1) {
       const int i = pr + r, j = pc + c;
       store_bf16x2(sm.nus + i * kLdX + j, x0 * sm.el[i], x1 * sm.el[i]);
@@ -241,13 +242,14 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
     warp_mma<Lay::MK, Lay::KN, kD>(V, sm.k, kLdD, sm.x, kLdX, pr, pc);
     V.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
     if (pc < kD)
-      warp_mma<Lay::KM, Lay::KN, kC>(V, sm.ms, kLdC, sm.d_o, kLdD, pr, pc);
+      triangle_mma<Tri::upper>(V, sm.ms, sm.d_o, kLdD, pr, pc);
     V.each_pair([&](int r, int col, float& x0, float& x1) {
       store_bf16x2(sm.dnu + (pr + r) * kLdX + pc + col, x0, x1);
     });
     __syncthreads();
     // w^T dv_new = K^T diag(beta exp(G)) A^T dv_new
-    lower_t_times(V, sm.a, sm.dnu, kLdX, pr, pc);
+    V.zero();
+    triangle_mma<Tri::upper>(V, sm.a, sm.dnu, kLdX, pr, pc);
     V.each_pair([&](int r, int col, float& x0, float& x1) {
       store_bf16x2(sm.y + (pr + r) * kLdX + pc + col, -x0, -x1);
     });
