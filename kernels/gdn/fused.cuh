@@ -14,7 +14,8 @@
 //   fwd_scan (fused_scan.cu, one CTA per (BV value columns, value head); sequential over chunks),
 //   with u = A diag(beta) V and w = A diag(beta Gm) K never formed:
 //     v_new = u - w S = A diag(beta) (V - diag(Gm) K S)     beside  P = scale diag(Gm) Q S
-//     o = P + Ms v_new,   Ms = scale lowerIncl(Q K^T .* D)  formed per chunk beside v_new
+//     o = P + Ms v_new,   Ms = scale lowerIncl(Q K^T .* D)  its columns [32, 64) formed beside
+//                                                         v_new, [0, 32) a chunk ahead
 //     S = exp(Gl) S + K^T diag(El) v_new
 //   save_scan: the same recurrence without o, writing h_n and v_new for the backward.
 //   bwd_scan (reverse), with dS the gradient of the state leaving the chunk, Ms formed per chunk:

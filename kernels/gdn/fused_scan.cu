@@ -15,8 +15,12 @@
 //   phase A  S -> bf16 smem; El = exp(Gl - G); A diag(beta) in place
 //   phase B  first half: X = V - exp(G) .* (K S) to smem; second half: P = scale exp(G) .* (Q S),
 //            kept in registers; then first half: v_new = A diag(beta) X, stored as is and as
-//            El .* v_new; second half: Ms = scale lowerIncl(Q K^T .* D) to smem
-//   phase C  S = exp(Gl) S + K^T (El .* v_new);  second half: o = P + Ms v_new, to global
+//            El .* v_new; second half: Ms = scale lowerIncl(Q K^T .* D)'s columns [32, 64)
+//   phase C  S = exp(Gl) S + K^T (El .* v_new);  second half: o = P + Ms v_new, to global;
+//            first half: the next chunk's Ms columns [0, 32) (its tiles waited for before C)
+//   Ms has two buffers. The split keeps phase B's second part at the v_new product's length: at
+//   64 columns (W = 16) all of Ms there was twice that product per warp, and phase C's first
+//   half, which forms no o, had the room.
 // save_scan (the backward's h_n and v_new), on a 2 x 4 grid of 32 x BV/4 warp tiles:
 //   phase A  S -> bf16 smem, then to h_n; A diag(beta) in place
 //   phase B  X = V - exp(G) .* (K S) to smem; then v_new = A diag(beta) X (= u - w S; the
