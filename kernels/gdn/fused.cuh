@@ -14,8 +14,7 @@
 //   fwd_scan (fused_scan.cu, one CTA per (BV value columns, value head); sequential over chunks),
 //   with u = A diag(beta) V and w = A diag(beta Gm) K never formed:
 //     v_new = u - w S = A diag(beta) (V - diag(Gm) K S)     beside  P = scale diag(Gm) Q S
-//     o = P + Ms v_new,   Ms = scale lowerIncl(Q K^T .* D)  its columns [32, 64) formed beside
-//                                                         v_new, [0, 32) a chunk ahead
+//     o = P + Ms v_new,   Ms = scale lowerIncl(Q K^T .* D)  formed per chunk beside v_new
 //     S = exp(Gl) S + K^T diag(El) v_new
 //   save_scan: the same recurrence without o, writing h_n and v_new for the backward.
 //   bwd_scan (reverse), with dS the gradient of the state leaving the chunk, Ms formed per chunk:
@@ -345,52 +344,33 @@ __device__ __forceinline__ void scale_columns(bf16* a, const float* f) {
     *at = x;
   });
 }
-// acc += T[r0 : r0 + M, 0 : 64] x[0 : 64, c0 : c0 + N] for one warp, T a triangular 64 x 64 bf16
-// tile in shared memory: L (Tri::lower) or L^T (Tri::upper) for a lower-triangular L of row stride
-// kLdC (A and its products, Ms), x of row stride ldx. The 16 x 16 blocks off the triangle are zero
-// and skipped (otherwise the sum's order is warp_mma's).
-enum class Tri { lower, upper };
-template <Tri TRI, int M, int N>
-__device__ __forceinline__ void triangle_mma(Acc<M, N>& acc, const bf16* l, const bf16* x, int ldx,
-                                             int r0, int c0) {
-  constexpr int MI = Acc<M, N>::MI, NJ = Acc<M, N>::NJ;
-  static_assert(N % 16 == 0);
-  const int lane = threadIdx.x & 31;
-  const int l8 = lane & 7, b8 = (lane >> 3) & 1, b16 = lane >> 4;
-#pragma unroll
-  for (int k0 = 0; k0 < kC; k0 += 16) {
-    // whether k-block k0 meets row block i (rows r0 + 16 i ..) inside the triangle
-    auto live = [&](int i) { return TRI == Tri::lower ? k0 <= r0 + 16 * i : k0 >= r0 + 16 * i; };
-    if (!live(TRI == Tri::lower ? MI - 1 : 0))
-      continue;
-    uint32_t a[MI][4];
-#pragma unroll
-    for (int i = 0; i < MI; ++i) {
-      const int m = r0 + 16 * i;
-      if (!live(i))
-        continue;
-      if constexpr (TRI == Tri::lower)
-        ldmatrix_x4(a[i], l + (m + l8 + 8 * b8) * kLdC + k0 + 8 * b16);
-      else
-        ldmatrix_x4_trans(a[i], l + (k0 + l8 + 8 * b16) * kLdC + m + 8 * b8);
-    }
-#pragma unroll
-    for (int j = 0; j < NJ; j += 2) {
-      uint32_t b[4]; // b[0], b[1]: n-tile j; b[2], b[3]: n-tile j + 1
-      ldmatrix_x4_trans(b, x + (k0 + l8 + 8 * b8) * ldx + c0 + 8 * j + 8 * b16);
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-        if (live(i)) {
-          mma_bf16_16816(acc.c[i][j], a[i], b[0], b[1]);
-          mma_bf16_16816(acc.c[i][j + 1], a[i], b[2], b[3]);
-        }
-    }
-  }
+// X = L x and X = L^T x for the warp's 32-row tile at (r0, c0) (L x also for a 64-row tile, r0 =
+// 0), L a lower-triangular 64 x 64 bf16 tile (row stride kLdC) and x 64 rows (row stride ldx): only
+// the k-steps the triangle leaves nonzero (for L^T, rows r0 .. of both operands).
+template <int M, int N>
+__device__ __forceinline__ void lower_times(Acc<M, N>& X, const bf16* l, const bf16* x, int ldx,
+                                            int r0, int c0) {
+  static_assert(M == 32 || M == 64);
+  X.zero();
+  if constexpr (M == 64) // the whole chunk: no k-step to skip
+    warp_mma<Lay::MK, Lay::KN, 64>(X, l, kLdC, x, ldx, 0, c0);
+  else if (r0 == 0)
+    warp_mma<Lay::MK, Lay::KN, 32>(X, l, kLdC, x, ldx, 0, c0);
+  else
+    warp_mma<Lay::MK, Lay::KN, 64>(X, l, kLdC, x, ldx, 32, c0);
+}
+template <int N>
+__device__ __forceinline__ void lower_t_times(Acc<32, N>& X, const bf16* l, const bf16* x, int ldx,
+                                              int r0, int c0) {
+  X.zero();
+  if (r0 == 0)
+    warp_mma<Lay::KM, Lay::KN, 64>(X, l, kLdC, x, ldx, 0, c0);
+  else
+    warp_mma<Lay::KM, Lay::KN, 32>(X, l + 32 * kLdC, kLdC, x + 32 * ldx, ldx, 32, c0);
 }
 // Ms = scale lowerIncl(Q K^T .* D) into ms (row stride kLdC) from the chunk's raw qn, kn (row
 // stride kLdD) and G, by a group of W warps, `warp` the index in it (a 4 x W/4 grid of 16-row
-// tiles, column-major: warps [0, W/2) form columns [0, 32); tiles above the diagonal only store
-// zeros).
+// tiles; tiles above the diagonal only store zeros).
 template <int W>
 __device__ __forceinline__ void form_ms(bf16* ms, const bf16* q, const bf16* k, const float* G,
                                         float scale, int warp) {

@@ -15,12 +15,8 @@
 //   phase A  S -> bf16 smem; El = exp(Gl - G); A diag(beta) in place
 //   phase B  first half: X = V - exp(G) .* (K S) to smem; second half: P = scale exp(G) .* (Q S),
 //            kept in registers; then first half: v_new = A diag(beta) X, stored as is and as
-//            El .* v_new; second half: Ms = scale lowerIncl(Q K^T .* D)'s columns [32, 64)
-//   phase C  S = exp(Gl) S + K^T (El .* v_new);  second half: o = P + Ms v_new, to global;
-//            first half: the next chunk's Ms columns [0, 32) (its tiles waited for before C)
-//   Ms has two buffers. The split keeps phase B's second part at the v_new product's length: at
-//   64 columns (W = 16) all of Ms there was twice that product per warp, and phase C's first
-//   half, which forms no o, had the room.
+//            El .* v_new; second half: Ms = scale lowerIncl(Q K^T .* D) to smem
+//   phase C  S = exp(Gl) S + K^T (El .* v_new);  second half: o = P + Ms v_new, to global
 // save_scan (the backward's h_n and v_new), on a 2 x 4 grid of 32 x BV/4 warp tiles:
 //   phase A  S -> bf16 smem, then to h_n; A diag(beta) in place
 //   phase B  X = V - exp(G) .* (K S) to smem; then v_new = A diag(beta) X (= u - w S; the
@@ -117,7 +113,7 @@ struct FwdStage {
   bf16 v[kC * kLdV<BV>];
   float G[kC], beta[kC];
 };
-// 225 KB at BV = 128.
+// 216 KB at BV = 128.
 template <int BV>
 struct FwdSmem {
   FwdStage<BV> st[2];
@@ -125,7 +121,7 @@ struct FwdSmem {
   bf16 x[kC * kLdV<BV>];        // V - exp(G) .* (K S)
   bf16 nu[kC * kLdV<BV>];       // v_new
   bf16 nus[kC * kLdV<BV>];      // v_new .* El
-  bf16 ms[2][kC * kLdC];        // Ms of chunk n (n & 1), formed in part a chunk ahead
+  bf16 ms[kC * kLdC];           // Ms
   float el[kC], gs[kC], gm[kC]; // exp(Gl - G), scale exp(G), exp(G)
 };
 
@@ -168,15 +164,6 @@ __global__ void __launch_bounds__(32 * W, 1)
   if (tid < kC)
     sm.st[slots.x & 1].beta[tid] = beta_of(in.beta, cur, h);
   cp_async_commit();
-  // Ms's columns [0, 32) of chunk n: the first half's tiles, formed in chunk n - 1's phase C
-  auto form_ms_ahead = [&](int n) {
-    const FwdStage<BV>& s = sm.st[n & 1];
-    form_ms<W>(sm.ms[n & 1], s.q, s.k, s.G, geo.scale, warp);
-  };
-  cp_async_wait<0>();
-  __syncthreads();
-  if (first_half)
-    form_ms_ahead(slots.x);
   for (int n = slots.x; n < slots.y; ++n) {
     cp_async_wait<0>();
     __syncthreads(); // chunk n has landed, and every warp is done with chunk n - 1
@@ -214,28 +201,24 @@ __global__ void __launch_bounds__(32 * W, 1)
     }
     __syncthreads();
     if (first_half) { // v_new = A diag(beta) X = u - w S
-      X.zero();
-      triangle_mma<Tri::lower>(X, s.a, sm.x, ldv, pr, pc);
+      lower_times(X, s.a, sm.x, ldv, pr, pc);
       X.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = pr + r, j = pc + c;
         store_bf16x2(sm.nu + i * ldv + j, x0, x1);
         store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
       });
-    } else { // Ms's columns [32, 64)
-      form_ms<W>(sm.ms[n & 1], s.q, s.k, s.G, geo.scale, warp);
+    } else {
+      form_ms<W / 2>(sm.ms, s.q, s.k, s.G, geo.scale, warp - W / 2);
     }
     if (tid < kC)
       sm.st[(n + 1) & 1].beta[tid] = beta_next;
-    cp_async_wait<0>(); // chunk n + 1 too, for form_ms_ahead
     __syncthreads();
     const float decay = exp_ftz(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (!first_half) { // o = P + Ms v_new
-      triangle_mma<Tri::lower>(X, sm.ms[n & 1], sm.nu, ldv, pr, pc);
+      warp_mma<Lay::MK, Lay::KN, kC>(X, sm.ms, kLdC, sm.nu, ldv, pr, pc);
       store_acc_bf16(X, o.at(cur.b, cur.t0 + pr, h) + v0 + pc, o.st, cur.len - pr);
-    } else if (n + 1 < slots.y) {
-      form_ms_ahead(n + 1);
     }
     if (cur.last)
       save_state(S, state_of(ht, geo, cur, h, tile));
@@ -328,8 +311,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_bf16x2(sm.x + i * ldv + j, v.x - sm.gm[i] * x0, v.y - sm.gm[i] * x1);
     });
     __syncthreads();
-    X.zero();
-    triangle_mma<Tri::lower>(X, s.a, sm.x, ldv, pr, pc);
+    lower_times(X, s.a, sm.x, ldv, pr, pc);
     X.each_pair([&](int r, int c, float& x0, float& x1) {
       const int i = pr + r, j = pc + c;
       store_bf16x2(sm.nu + i * ldv + j, x0, x1);
@@ -373,6 +355,7 @@ __global__ void __launch_bounds__(32 * W, 1)
   constexpr int ldv = kLdV<BV>, kT = 32 * W;
   using Tiles = ScanTiles<BV, W>;
   using All = GroupTile<BV, W>; // phase B on every warp
+  static_assert(All::M == 32, "lower_times takes 32-row tiles");
   extern __shared__ __align__(16) char smem_raw[];
   BwdSmem<BV>& sm = *reinterpret_cast<BwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
@@ -437,15 +420,14 @@ __global__ void __launch_bounds__(32 * W, 1)
     X.zero();
     warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
     X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
-    triangle_mma<Tri::upper>(X, sm.ms, s.d_o, ldv, pr, pc); // Ms^T do
+    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.ms, kLdC, s.d_o, ldv, pr, pc);
     X.each_pair([&](int r, int c, float& x0, float& x1) {
       store_bf16x2(sm.dnu + (pr + r) * ldv + pc + c, x0, x1);
     });
     __syncthreads();
     store_tile<kC, BV, kT>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
     // w^T dv_new = K^T diag(beta exp(G)) A^T dv_new
-    X.zero();
-    triangle_mma<Tri::upper>(X, s.a, sm.dnu, ldv, pr, pc);
+    lower_t_times(X, s.a, sm.dnu, ldv, pr, pc);
     X.each_pair([&](int r, int c, float& x0, float& x1) {
       store_bf16x2(sm.y + (pr + r) * ldv + pc + c, -x0, -x1);
     });

@@ -19,9 +19,7 @@
 //   seg_bwd, likewise in reverse: X = [dE | T^bwd] from [0 | I] through the backward scan's math
 //     with do = [do | 0], forming Ms and w^T dv_new from the context as bwd_scan does:
 //     dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do - w^T dv_new. One
-//     stage (the tiles of both stages would not fit). Warp w owns the 32 x 32 state tiles at rows
-//     32 (w % 4), columns 32 (w / 4) of dE and of T^bwd: (scale exp(G) Q)^T do, dE's alone, is
-//     spread over all 16 warps (with 32 x 64 tiles, warps 0-7 carried it and 8-15 waited).
+//     stage (the tiles of both stages would not fit).
 //   combine, one CTA per (32 value columns, b, value head), fp32 on the CUDA cores, in segment
 //     order: S_in(0) = 0, S_in(z + 1) = T_z S_in(z) + E_z (bwd, from the last segment down:
 //     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_fwd_in (bwd: ws.seg_in).
@@ -76,8 +74,7 @@ struct SegBwdSmem {
 
 // The warp's state tile at (sr, sc) of X = [E | T]: E from `state` (an fp32 [Dk, Dv] state,
 // nullable: zero), T the identity, or zero when `restart`.
-template <int N>
-__device__ __forceinline__ void init_x(Acc<32, N>& X, int sr, int sc, const float* state,
+__device__ __forceinline__ void init_x(Acc<32, 64>& X, int sr, int sc, const float* state,
                                        bool restart) {
   X.zero();
   if (sc < kD) {
@@ -88,8 +85,7 @@ __device__ __forceinline__ void init_x(Acc<32, N>& X, int sr, int sc, const floa
   }
 }
 // The warp's tile of X to the segment's E (seg_end) or T (seg_move).
-template <int N>
-__device__ __forceinline__ void save_x(Acc<32, N>& X, const Workspace& ws, size_t at, int sr,
+__device__ __forceinline__ void save_x(Acc<32, 64>& X, const Workspace& ws, size_t at, int sr,
                                        int sc) {
   float* out = sc < kD ? ws.seg_end + at + sr * kD + sc : ws.seg_move + at + sr * kD + sc - kD;
   X.each([&](int r, int c, float& x) { out[r * kD + c] = x; });
@@ -169,8 +165,7 @@ __global__ void __launch_bounds__(kT, 1)
       store_bf16x2(sm.vx + i * kLdX + j, v.x - sm.gm[i] * x0, v.y - sm.gm[i] * x1);
     });
     __syncthreads();
-    V.zero();
-    triangle_mma<Tri::lower>(V, s.a, sm.vx, kLdX, pr, pc);
+    lower_times(V, s.a, sm.vx, kLdX, pr, pc);
     V.each_pair([&](int r, int c, float& x0, float& x1) {
       const int i = pr + r, j = pc + c;
       store_bf16x2(sm.nus + i * kLdX + j, x0 * sm.el[i], x1 * sm.el[i]);
@@ -191,9 +186,7 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
   SegBwdSmem& sm = *reinterpret_cast<SegBwdSmem*>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv, z = blockIdx.z, Z = gridDim.z;
   const int tid = threadIdx.x, warp = tid / 32;
-  // State tiles: the warp's 32 x 32 tiles of dE (columns col_e) and of T^bwd (columns kD + col_e),
-  // so that each warp takes a like share of (scale exp(G) Q)^T do, which only dE gets.
-  const int sr = 32 * (warp % 4), col_e = 32 * (warp / 4), col_t = kD + col_e;
+  const int sr = 32 * (warp % 4), sc = 64 * (warp / 4);
   const int pr = 32 * (warp % 2), pc = 32 * (warp / 2);
   const int2 seg = scan_slots(geo, z, Z, true);
   const size_t at = (size_t(bh) * Z + z) * kD * kD;
@@ -209,19 +202,16 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
   __syncthreads();
   const bool restart = sm.edge < seg.y;
   const int top = restart ? sm.edge : seg.y - 1;
-  Acc<32, 32> XE, XT;
+  Acc<32, 64> X;
   // Nobody needs this segment's dE and T: it is the first, or the one before ends a sequence.
   if (!context_ok || seg.x == 0 || chunk_at(geo, ws, b, seg.x - 1).last || seg.x >= seg.y) {
-    XE.zero();
-    XT.zero();
-    save_x(XE, ws, at, sr, col_e);
-    save_x(XT, ws, at, sr, col_t);
+    X.zero();
+    save_x(X, ws, at, sr, sc);
     return;
   }
-  const float* entering = restart ? state_ptr(dht, geo, chunk_at(geo, ws, b, top), h) : nullptr;
-  init_x(XE, sr, col_e, entering, restart);
-  init_x(XT, sr, col_t, entering, restart);
+  init_x(X, sr, sc, restart ? state_ptr(dht, geo, chunk_at(geo, ws, b, top), h) : nullptr, restart);
 
+  const bool gradient = sc < kD; // this warp's state tile is in dE
   for (int n = top; n >= seg.x; --n) {
     const Chunk c = chunk_at(geo, ws, b, n);
     __syncthreads(); // every warp is done with chunk n + 1's tiles
@@ -234,8 +224,7 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
     cp_async_commit();
     if (tid < kC)
       sm.beta[tid] = beta_of(beta, c, h);
-    store_acc_bf16(XE, sm.x + sr * kLdX + col_e, kLdX); // beside the loads
-    store_acc_bf16(XT, sm.x + sr * kLdX + col_t, kLdX);
+    store_acc_bf16(X, sm.x + sr * kLdX + sc, kLdX); // beside the loads
     cp_async_wait<0>();
     __syncthreads();
     const float Gl = sm.G[kC - 1];
@@ -252,27 +241,24 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
     warp_mma<Lay::MK, Lay::KN, kD>(V, sm.k, kLdD, sm.x, kLdX, pr, pc);
     V.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
     if (pc < kD)
-      triangle_mma<Tri::upper>(V, sm.ms, sm.d_o, kLdD, pr, pc);
+      warp_mma<Lay::KM, Lay::KN, kC>(V, sm.ms, kLdC, sm.d_o, kLdD, pr, pc);
     V.each_pair([&](int r, int col, float& x0, float& x1) {
       store_bf16x2(sm.dnu + (pr + r) * kLdX + pc + col, x0, x1);
     });
     __syncthreads();
     // w^T dv_new = K^T diag(beta exp(G)) A^T dv_new
-    V.zero();
-    triangle_mma<Tri::upper>(V, sm.a, sm.dnu, kLdX, pr, pc);
+    lower_t_times(V, sm.a, sm.dnu, kLdX, pr, pc);
     V.each_pair([&](int r, int col, float& x0, float& x1) {
       store_bf16x2(sm.y + (pr + r) * kLdX + pc + col, -x0, -x1);
     });
     __syncthreads();
     const float decay = exp_ftz(Gl);
-    XE.each([&](int, int, float& x) { x *= decay; });
-    XT.each([&](int, int, float& x) { x *= decay; });
-    warp_mma<Lay::KM, Lay::KN, kC>(XE, sm.q, kLdD, sm.d_o, kLdD, sr, col_e);
-    warp_mma<Lay::KM, Lay::KN, kC>(XE, sm.k, kLdD, sm.y, kLdX, sr, col_e);
-    warp_mma<Lay::KM, Lay::KN, kC>(XT, sm.k, kLdD, sm.y, kLdX, sr, col_t);
+    X.each([&](int, int, float& x) { x *= decay; });
+    if (gradient)
+      warp_mma<Lay::KM, Lay::KN, kC>(X, sm.q, kLdD, sm.d_o, kLdD, sr, sc);
+    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.k, kLdD, sm.y, kLdX, sr, sc);
   }
-  save_x(XE, ws, at, sr, col_e);
-  save_x(XT, ws, at, sr, col_t);
+  save_x(X, ws, at, sr, sc);
 }
 
 constexpr int kCombineCols = 32, kCombineThreads = 256;
