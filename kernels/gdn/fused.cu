@@ -1,9 +1,9 @@
 // The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
-// forward's prep also keeps A and the rstd of q and k beside qn, kn and G in the saved context
-// (stamped with its shape and options, plus the chunk map when varlen): FLA's set. Backward:
-// prep (from the context, or self-contained from the inputs) -> save_scan and bwd_scan ->
-// bwd_intra; the backward kernels that read the context check its stamp first. Every run clears the
-// workspace's status word first (input_error).
+// forward's prep writes qn, kn, G, A and the rstd of q and k to the saved context (stamped with
+// its shape and options, plus the chunk map when varlen): FLA's set. Backward: save_scan and
+// bwd_scan (forming what they need from the context) -> bwd_intra, after prep forms the context
+// when none is given; the backward kernels that read the context check its stamp first. Every
+// run clears the workspace's status word first (input_error).
 #include "fused.cuh"
 
 #include <map>
@@ -124,7 +124,7 @@ public:
   std::string unsupported(const DeviceInfo& dev, const Shape& s) const override {
     if (std::string e = arch_error(dev); !e.empty())
       return e;
-    // 210 KB of shared memory per scan CTA: sm_90 and sm_100 have 227 KB.
+    // Up to 220 KB of shared memory per scan CTA: sm_90 and sm_100 have 227 KB.
     return dev.major < 9 ? "needs sm_90 or newer" : fused_shape_error(s);
   }
 
@@ -159,7 +159,7 @@ public:
     const Prep mode = a.saved ? Prep::context : Prep::inference;
     if (std::string e = launch_prep(geo, in, ws, mode, stream); !e.empty())
       return e;
-    return launch_fwd_scan(geo, sg, ws, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
+    return launch_fwd_scan(geo, sg, ws, in, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
@@ -178,17 +178,18 @@ public:
     if (!e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
-    // Ms, u, w from the context, or the whole context too from the inputs
-    if (e = launch_prep(geo, in, ws, a.saved ? Prep::backward : Prep::context, stream); !e.empty())
-      return e;
+    // the scans form what they need from the context: without one, prep forms it first
+    if (!a.saved)
+      if (e = launch_prep(geo, in, ws, Prep::context, stream); !e.empty())
+        return e;
     auto save = [&](ScanGrid sg) {
       return [&, sg](cudaStream_t st) {
-        return launch_save_scan(geo, sg, ws, a.initial_state, a.saved != nullptr, st);
+        return launch_save_scan(geo, sg, ws, in, a.initial_state, a.saved != nullptr, st);
       };
     };
     auto bwd = [&](ScanGrid sg) {
       return [&, sg](cudaStream_t st) {
-        return launch_bwd_scan(geo, sg, ws, ref<const bf16>(a.d_o), a.d_final_state,
+        return launch_bwd_scan(geo, sg, ws, in, ref<const bf16>(a.d_o), a.d_final_state,
                                a.d_initial_state, st);
       };
     };

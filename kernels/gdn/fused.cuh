@@ -1,35 +1,35 @@
 // Fused GDN backend (`fused`): the chunked algorithm (chunk C = 64, head dims 128) reorganised so
-// that every quantity that does not depend on the chunk state is formed once, in one parallel
-// kernel, and the sequential scans carry only the state recurrence and what reads the state.
+// that one parallel kernel forms FLA's context (the normalised q, k and the chunk inverse A) once,
+// and the sequential scans form the rest of each chunk's products (u, w, Ms) from it on the fly
+// instead of reading them back from HBM.
 //
 // Per (b, value head h, chunk n), with q, k the normalised keys of key head h / (Hv / Hk), G the
 // in-chunk cumsum of g (pad rows repeat the last real G), Gl = G of the last real token,
 // D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl - G):
 //
 //   prep (fused_prep.cu, one CTA per (chunk, key head) looping over its value heads; parallel):
-//     q, k <- l2norm(q), l2norm(k); Q K^T, K K^T      once per key head: written as qn, kn
-//     Ms   = scale lowerIncl(Q K^T .* D)
-//     A    = (I + strictLower(diag(beta) K K^T .* D))^-1   fp32 block inverse (context: bf16)
-//     u    = A diag(beta) V,   w = A diag(beta Gm) K
+//     q, k <- l2norm(q), l2norm(k); K K^T      once per key head: written as qn, kn
+//     A    = (I + strictLower(diag(beta) K K^T .* D))^-1   fp32 block inverse, stored in bf16
 //
-//   fwd_scan (fused_scan.cu, one CTA per (BV value columns, value head); sequential over chunks):
-//     v_new = u - w S  and  P = scale diag(Gm) Q S      side by side: two halves of the warps
-//     o = P + Ms v_new
+//   fwd_scan (fused_scan.cu, one CTA per (BV value columns, value head); sequential over chunks),
+//   with u = A diag(beta) V and w = A diag(beta Gm) K never formed:
+//     v_new = u - w S = A diag(beta) (V - diag(Gm) K S)     beside  P = scale diag(Gm) Q S
+//     o = P + Ms v_new,   Ms = scale lowerIncl(Q K^T .* D)  formed per chunk beside v_new
 //     S = exp(Gl) S + K^T diag(El) v_new
 //   save_scan: the same recurrence without o, writing h_n and v_new for the backward.
-//   bwd_scan (reverse), with dS the gradient of the state leaving the chunk:
+//   bwd_scan (reverse), with dS the gradient of the state leaving the chunk, Ms formed per chunk:
 //     dv_new = Ms^T do + diag(El) K dS
-//     dS = exp(Gl) dS + (scale diag(Gm) Q)^T do - w^T dv_new
+//     dS = exp(Gl) dS + (scale diag(Gm) Q)^T do - K^T (diag(beta Gm) A^T dv_new)   (w^T dv_new)
 //   bwd_intra (fused_bwd_intra.cu, one CTA per (chunk, key head), looping over the group's value
 //   heads): every gradient from h_n, dh_n, v_new, dv_new and the stored A, as in
 //   chunked_bwd_intra.cu, without re-normalising q, k or re-inverting.
 //
 // The context (Workspace, "context" fields) is what a training forward leaves for the backward,
 // FLA's set: qn, kn, their rstd, G, A (and the stamp, the varlen chunk map). With it the backward
-// is prep (backward mode: Ms, u, w from qn, kn, G, A, no l2norm or inverse) -> save_scan (h_n,
-// v_new) -> bwd_scan -> bwd_intra; without it, prep (context mode, into the workspace) -> the
-// same. bwd_scan reads neither h_n nor v_new, so it does not wait for save_scan: they run on two
-// streams side by side when both fit in one wave (fused.cu, pair_grid).
+// is save_scan (h_n, v_new) -> bwd_scan -> bwd_intra, the scans forming what they need from the
+// context and the inputs' v and beta, as fwd_scan does; without it, prep (context mode, into the
+// workspace) -> the same. bwd_scan reads neither h_n nor v_new, so it does not wait for save_scan:
+// they run on two streams side by side when both fit in one wave (fused.cu, pair_grid).
 //
 // Variable-length sequences (gdn.h): chunks never cross a sequence boundary, and chunk j of
 // sequence s sits at slot floor(cu[s] / 64) + s + j (chunked::chunk_slots says why that fits in
@@ -38,15 +38,15 @@
 // a state restarts. Prep finds its slot's (sequence, first token, length) by a binary search over
 // cu_seqlens and writes it to the context's chunk map, which the later kernels read (the scans
 // one chunk ahead, so the load never waits). A slot that no sequence uses gets zero tiles from
-// prep (G = 0, A = I, u = w = 0): the scans pass the state through it unchanged, bwd_intra skips
-// it. The forward scan restarts the state from the sequence's initial state (or zero) after the
-// chunk before a sequence's first and writes the final state after its last; the backward scan
-// likewise in reverse with the final-state gradient and the initial-state gradient. The scans also
-// split the sequences among gridDim.z groups per value head (scan_grid: enough to fill one wave),
-// group z taking whole sequences from the first that starts at or after slot z NT / Z, found by a
-// binary search; each sequence is still walked by exactly one CTA, so the result is the same bit
-// for bit. All of this is on the device: no host sync, a grid fixed by the shape (CUDA-graph
-// capture works).
+// prep (G = 0, A = I) and its beta is 0, so the scans' v_new = A diag(beta) (...) is 0 there:
+// they pass the state through it unchanged, bwd_intra skips it. The forward scan restarts the state
+// from the sequence's initial state (or zero) after the chunk before a sequence's first and writes
+// the final state after its last; the backward scan likewise in reverse with the final-state
+// gradient and the initial-state gradient. The scans also split the sequences among gridDim.z
+// groups per value head (scan_grid: enough to fill one wave), group z taking whole sequences from
+// the first that starts at or after slot z NT / Z, found by a binary search; each sequence is still
+// walked by exactly one CTA, so the result is the same bit for bit. All of this is on the device:
+// no host sync, a grid fixed by the shape (CUDA-graph capture works).
 //
 // Split (fused_split.cu): when the (batch, value head) pairs leave SMs idle (split_segments, from
 // the shape alone: B Hv <= 32 and at least 16 chunks per segment), gridDim.z instead cuts each
@@ -152,7 +152,7 @@ inline int split_segments(const Shape& s) {
 // [B, Hk, NT, ...]; token rows are padded to NT * 64 (pad rows hold zeros). The fields marked
 // "context" are what a training forward leaves for the backward (saved_bytes), FLA's set: given a
 // saved buffer they live there, else in the workspace. The rest is scratch of the pass that forms
-// it; the backward re-forms w, Ms, u (prep from the context) and h, v_new (save_scan). The
+// it; the backward re-forms h, v_new (save_scan). No kernel stores u, w or Ms. The
 // workspace starts with the status word (common.cuh), the context with its stamp.
 struct Workspace {
   unsigned* status; // workspace: the input checks' status bits
@@ -163,10 +163,7 @@ struct Workspace {
   float* rq; // [B,Hk,Tp]       context: 1 / sqrt(|q|^2 + eps), 1 without l2norm (not inference)
   float* rk; // [B,Hk,Tp]       context: likewise for k (not inference)
   float* G;  // [B,Hv,Tp]       context: in-chunk cumsum of g
-  bf16* a;   // [B,Hv,NT,C,C]   context: A = (I + L)^-1 (not inference)
-  bf16* w;   // [B,Hv,Tp,D]     A diag(beta Gm) K
-  bf16* ms;  // [B,Hv,NT,C,C]   scale lowerIncl(Q K^T .* D)
-  bf16* u;   // [B,Hv,Tp,D]     A diag(beta) V
+  bf16* a;   // [B,Hv,NT,C,C]   context: A = (I + L)^-1 (inference: workspace)
   bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
   bf16* nu;  // [B,Hv,Tp,Dv]    v_new (backward only)
   bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
@@ -200,11 +197,8 @@ struct Workspace {
     if (!inference) {
       ws.rq = c.take<float>(kh * Tp);
       ws.rk = c.take<float>(kh * Tp);
-      ws.a = c.take<bf16>(vh * Tp * kC);
     }
-    ws.w = wc.take<bf16>(vh * Tp * kD);
-    ws.ms = wc.take<bf16>(vh * Tp * kC);
-    ws.u = wc.take<bf16>(vh * Tp * kD);
+    ws.a = c.take<bf16>(vh * Tp * kC);
     if (bwd) {
       ws.h = wc.take<bf16>(vh * NT * kD * kD);
       ws.nu = wc.take<bf16>(vh * Tp * kD);
@@ -325,6 +319,75 @@ __device__ __forceinline__ void scale_q_rows(bf16* q, const float* G, float scal
   });
 }
 
+// The chunk products the scans form from the context instead of reading them (FLA's set: qn, kn,
+// G and the bf16 A; beta from the input).
+//
+// Chunk c's beta of value head h (0 past its length), for thread threadIdx.x < kC.
+__device__ __forceinline__ float beta_of(const Ref<const bf16>& beta, const Chunk& c, int h) {
+  const int i = threadIdx.x;
+  return i < c.len ? __bfloat162float(*beta.at(c.b, c.t0 + i, h)) : 0.f;
+}
+// A 64 x 64 bf16 tile (row stride kLdC) times f[j] in column j, in place, by the CTA's THREADS
+// threads: A diag(beta) and A diag(beta exp(G)) from A, each element rounded to bf16 once.
+template <int THREADS>
+__device__ __forceinline__ void scale_columns(bf16* a, const float* f) {
+  for_each_piece<kC, kC, THREADS>([&](int i, int c) {
+    uint4* const at = reinterpret_cast<uint4*>(a + i * kLdC + c);
+    uint4 x = *at;
+    uint32_t* const y = reinterpret_cast<uint32_t*>(&x);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 t = bf16x2_to_float2(y[j]);
+      const __nv_bfloat162 z = __floats2bfloat162_rn(t.x * f[c + 2 * j], t.y * f[c + 2 * j + 1]);
+      y[j] = *reinterpret_cast<const uint32_t*>(&z);
+    }
+    *at = x;
+  });
+}
+// X = L x and X = L^T x for the warp's 32-row tile at (r0, c0) (L x also for a 64-row tile, r0 =
+// 0), L a lower-triangular 64 x 64 bf16 tile (row stride kLdC) and x 64 rows (row stride ldx): only
+// the k-steps the triangle leaves nonzero (for L^T, rows r0 .. of both operands).
+template <int M, int N>
+__device__ __forceinline__ void lower_times(Acc<M, N>& X, const bf16* l, const bf16* x, int ldx,
+                                            int r0, int c0) {
+  static_assert(M == 32 || M == 64);
+  X.zero();
+  if constexpr (M == 64) // the whole chunk: no k-step to skip
+    warp_mma<Lay::MK, Lay::KN, 64>(X, l, kLdC, x, ldx, 0, c0);
+  else if (r0 == 0)
+    warp_mma<Lay::MK, Lay::KN, 32>(X, l, kLdC, x, ldx, 0, c0);
+  else
+    warp_mma<Lay::MK, Lay::KN, 64>(X, l, kLdC, x, ldx, 32, c0);
+}
+template <int N>
+__device__ __forceinline__ void lower_t_times(Acc<32, N>& X, const bf16* l, const bf16* x, int ldx,
+                                              int r0, int c0) {
+  X.zero();
+  if (r0 == 0)
+    warp_mma<Lay::KM, Lay::KN, 64>(X, l, kLdC, x, ldx, 0, c0);
+  else
+    warp_mma<Lay::KM, Lay::KN, 32>(X, l + 32 * kLdC, kLdC, x + 32 * ldx, ldx, 32, c0);
+}
+// Ms = scale lowerIncl(Q K^T .* D) into ms (row stride kLdC) from the chunk's raw qn, kn (row
+// stride kLdD) and G, by a group of W warps, `warp` the index in it (a 4 x W/4 grid of 16-row
+// tiles; tiles above the diagonal only store zeros).
+template <int W>
+__device__ __forceinline__ void form_ms(bf16* ms, const bf16* q, const bf16* k, const float* G,
+                                        float scale, int warp) {
+  constexpr int kN = kC * 4 / W;
+  const int m0 = 16 * (warp % 4), n0 = kN * (warp / 4);
+  Acc<16, kN> x;
+  x.zero();
+  if (n0 < m0 + 16) {
+    warp_mma<Lay::MK, Lay::NK, kD>(x, q, kLdD, k, kLdD, m0, n0);
+    x.each([&](int r, int c, float& y) {
+      const int i = m0 + r, j = n0 + c;
+      y = i >= j ? y * scale * exp_ftz(G[i] - G[j]) : 0.f;
+    });
+  }
+  chunked::store_acc_bf16(x, ms + m0 * kLdC + n0, kLdC);
+}
+
 // The scans' grid: value columns per CTA (see the header comment) and gridDim.z: when split, the
 // segments (split_segments), else, when varlen, sequence groups per value head.
 struct ScanGrid {
@@ -333,27 +396,26 @@ struct ScanGrid {
 };
 ScanGrid scan_grid(const Geo& geo, int sm_count);
 
-// What prep forms (fused_prep.cu): qn, kn, G, Ms, u, w from the inputs (inference); also the rest
-// of the context, A, the rstd of q and k, the stamp (a training forward, the self-contained
-// backward); or Ms, u, w from a saved context (the backward given one).
-enum class Prep { inference, context, backward };
+// What prep forms (fused_prep.cu): qn, kn, G, A from the inputs (inference); also the rest of the
+// context, the rstd of q and k and the stamp (a training forward, the self-contained backward).
+enum class Prep { inference, context };
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, Prep mode,
                         cudaStream_t st);
-std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                            Ref<bf16> o, float* ht, cudaStream_t st);
+std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
-std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             bool states_saved, cudaStream_t st);
-std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
-                            const float* dht, float* dh0, cudaStream_t st);
+std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             const float* h0, bool states_saved, cudaStream_t st);
+std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                            Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st);
 // Split scans (fused_split.cu): each segment's end state and transition from its start (the
 // forward recurrence; bwd: the reverse one, from do and the final-state gradient), then the
 // combine into ws.seg_fwd_in (bwd: ws.seg_in), which the scans of launch_fwd_scan /
 // launch_save_scan (bwd: launch_bwd_scan) start their segments from.
-std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             cudaStream_t st);
-std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
-                             const float* dht, cudaStream_t st);
+std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             const float* h0, cudaStream_t st);
+std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             Ref<const bf16> d_o, const float* dht, cudaStream_t st);
 std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                              Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
 

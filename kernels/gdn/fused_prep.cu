@@ -1,29 +1,23 @@
-// Fused GDN, the parallel stage: everything of one 64-token chunk that does not depend on the
-// chunk state, one CTA per (chunk, key head) looping over the group's value heads, two CTAs per SM.
-// Three modes (Prep): the forward's (inference, or a training forward's that also writes the
-// context; the self-contained backward runs it too) and the backward's from a saved context.
+// Fused GDN, the parallel stage: FLA's context of one 64-token chunk, one CTA per (chunk, key
+// head) looping over the group's value heads, two CTAs per SM. Two modes (Prep): inference, and a
+// training forward's that also writes the rest of the context (the self-contained backward runs it
+// too).
 //
-// Forward modes:
 // Once per key head, for all of its value heads (G per value head):
 //   q, k <- l2norm(q), l2norm(k)    (written as qn, kn; context: rq, rk)
 //   G    = cumsum(g)                 (in chunk; pad rows repeat the last real G)
-//   Q K^T, K K^T                    (fp32 in registers; K K^T kept across the value heads)
-//   Ms   = scale lowerIncl(Q K^T .* D),  D_ij = exp(G_i - G_j)
-// Per value head (its V streamed in with cp.async while the previous head computes):
-//   L    = strictLower(diag(beta) (K K^T .* D))
-//   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; context: stored in bf16)
-//   u    = A diag(beta) V,  w = A diag(beta exp(G)) K
+//   K K^T                           (fp32 in registers, kept across the value heads)
+// Per value head:
+//   L    = strictLower(diag(beta) (K K^T .* D)),  D_ij = exp(G_i - G_j)
+//   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; stored in bf16)
+// The scans form u, w and Ms per chunk from these (fused_scan.cu), as FLA's recompute_w_u forms
+// u and w from its bf16 A.
 // Varlen: the CTA finds its slot's sequence, first token and length by a binary search over
-// cu_seqlens and writes them to the chunk map (fused.cuh); an unused slot gets zero tiles. Every
-// CTA flags g > 0 or NaN into the status, the first one also bad cu_seqlens, and in a training
-// forward it stamps the context.
-// Backward mode, from the context (FLA's set: qn, kn, rstd, G, A, the chunk map): after checking
-// the stamp it re-forms Ms (bit-identical: the same bf16 qn, kn and fp32 G), and u, w from the
-// bf16 A (the forward forms them from the fp32 inverse, as FLA's recompute_w_u reads its bf16 A
-// in both passes); no l2norm, cumsum, K K^T or inverse, and it writes nothing of the context.
+// cu_seqlens and writes them to the chunk map (fused.cuh); an unused slot gets zero tiles (A = I).
+// Every CTA flags g > 0 or NaN into the status, the first one also bad cu_seqlens, and in a
+// training forward it stamps the context. The backward given a context runs no prep.
 // Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared memory;
-// K K^T and Q K^T run on a 4 x 2 grid of 16 x 32 warp tiles, u and w on 2 x 16 rows (bands paired
-// to balance A's triangle) x 32 columns per warp.
+// K K^T runs on a 4 x 2 grid of 16 x 32 warp tiles.
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -31,30 +25,18 @@ namespace {
 
 using chunked::invert_unit_lower;
 using chunked::normalize_rows;
-using chunked::store_acc_bf16;
 using chunked::warp_cumsum64;
 
-// 89.5 KB and 512 bytes per value head (G, beta), two CTAs per SM: Q is dead once the raw
-// products and qn are out, so its buffer holds each head's fp32 inverse and then w; the solve's
-// scratch and the bf16 copies of A never live at the same time. V has two stages: the next head's
-// arrives during the current one.
+// 56 KB and 512 bytes per value head (G, beta): Q is dead once qn is out, so its buffer holds each
+// head's fp32 inverse.
 struct PrepSmem {
   bf16 k[kC * kLdD];
-  bf16 v[2][kC * kLdD];
   union {
     bf16 q[kC * kLdD];
     float ainv[kC * kLdF];
   } qa;
-  union {
-    struct {
-      float lf[kC * kLdF]; // K K^T .* D, strictly lower
-      float tmp[1024];
-    } solve;
-    struct {
-      bf16 beta[kC * kLdC];  // A diag(beta)
-      bf16 gamma[kC * kLdC]; // A diag(beta exp(G))
-    } a;
-  } r;
+  float lf[kC * kLdF]; // K K^T .* D, strictly lower
+  float tmp[1024];     // the solve's scratch
   float rq[kC], rk[kC];
   // then G[group][kC], beta[group][kC]
 };
@@ -66,20 +48,16 @@ size_t prep_smem(int group) {
 
 template <Prep kMode>
 __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
-  constexpr bool kContext = kMode == Prep::context, kBwd = kMode == Prep::backward;
+  constexpr bool kContext = kMode == Prep::context;
   extern __shared__ __align__(16) char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
   const int n = blockIdx.x, b = blockIdx.y / geo.Hk, hk = blockIdx.y % geo.Hk;
   const int tid = threadIdx.x, warp = tid / 32;
-  if (kBwd && !stamp_ok(geo, ws))
-    return;
-  const Chunk ch = kBwd    ? chunk_at(geo, ws, b, n)
-                   : geo.N ? find_chunk(geo, n)
-                           : dense_chunk(geo, b, n);
+  const Chunk ch = geo.N ? find_chunk(geo, n) : dense_chunk(geo, b, n);
   const int h0 = hk * geo.group, t0 = ch.t0, L = ch.len;
   const size_t krow0 = krow(geo, b * geo.Hv + h0, n);
-  // once per slot: the chunk map; once per run: the offsets, the stamp (forward modes)
-  if (!kBwd && blockIdx.y == 0) {
+  // once per slot: the chunk map; once per run: the offsets, the stamp
+  if (blockIdx.y == 0) {
     if (geo.N && tid == 0)
       ws.chunks[n] = encode(ch);
     if (n == 0 && geo.N && !offsets_ok(geo.cu, geo.N, geo.T) && tid == 0)
@@ -92,14 +70,8 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
     }
   }
 
-  if constexpr (kBwd) { // normalised already, pad rows zero
-    load_tile_async<kC, kD, kThreads>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, ws.qn + krow0 * kD, kD, kC);
-  } else {
-    load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
-    load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, in.q.at(b, t0, hk), in.q.st, L);
-  }
-  load_tile_async<kC, kD, kThreads>(sm.v[0], kLdD, in.v.at(b, t0, h0), in.v.st, L);
+  load_tile_async<kC, kD, kThreads>(sm.k, kLdD, in.k.at(b, t0, hk), in.k.st, L);
+  load_tile_async<kC, kD, kThreads>(sm.qa.q, kLdD, in.q.at(b, t0, hk), in.q.st, L);
   cp_async_commit();
   float* const Gs = reinterpret_cast<float*>(smem_raw + sizeof(PrepSmem)); // G of head h0 + j
   float* const betas = Gs + geo.group * kC; // at Gs + j kC, beta at betas + j kC
@@ -107,136 +79,66 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
   for (int e = tid; e < geo.group * kC; e += kThreads) {
     const int hv = e / kC, i = e % kC;
     const bool ok = i < L;
-    if constexpr (kBwd) {
-      Gs[e] = ws.G[vrow(geo, b * geo.Hv + h0 + hv, n) + i];
-    } else {
-      const float g = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f;
-      bad_gate |= !(g <= 0.f);
-      Gs[e] = g; // g until the cumsum
-    }
+    const float g = ok ? *in.g.at(b, t0 + i, h0 + hv) : 0.f;
+    bad_gate |= !(g <= 0.f);
+    Gs[e] = g; // g until the cumsum
     betas[e] = ok ? __bfloat162float(*in.beta.at(b, t0 + i, h0 + hv)) : 0.f;
   }
-  if (!kBwd && tid < kC)
+  if (tid < kC)
     sm.rq[tid] = sm.rk[tid] = 1.f;
   cp_async_wait<0>();
   if (__syncthreads_or(bad_gate) && tid == 0)
     atomicOr(ws.status, kBadGate);
-  if constexpr (!kBwd) {
-    for (int hv = warp; hv < geo.group; hv += kThreads / 32)
-      warp_cumsum64(Gs + hv * kC, Gs + hv * kC); // in place: each lane reads its pair first
-    if (geo.l2) {
-      normalize_rows(sm.k, kLdD, L, sm.rk);
-      normalize_rows(sm.qa.q, kLdD, L, sm.rq);
-    }
-    __syncthreads();
+  for (int hv = warp; hv < geo.group; hv += kThreads / 32)
+    warp_cumsum64(Gs + hv * kC, Gs + hv * kC); // in place: each lane reads its pair first
+  if (geo.l2) {
+    normalize_rows(sm.k, kLdD, L, sm.rk);
+    normalize_rows(sm.qa.q, kLdD, L, sm.rq);
   }
+  __syncthreads();
 
-  // The raw products, once per key head; each value head applies its own mask. Ms of every value
-  // head leaves now, so that only K K^T stays in registers.
+  // K K^T once per key head; each value head applies its own mask.
   const int pm0 = 16 * (warp % 4), pn0 = 32 * (warp / 4);
-  Acc<16, 32> qk, kk;
-  qk.zero();
+  Acc<16, 32> kk;
   kk.zero();
-  warp_mma<Lay::MK, Lay::NK, kD>(qk, sm.qa.q, kLdD, sm.k, kLdD, pm0, pn0);
-  if constexpr (!kBwd)
-    warp_mma<Lay::MK, Lay::NK, kD>(kk, sm.k, kLdD, sm.k, kLdD, pm0, pn0);
-  for (int hv = 0; hv < geo.group; ++hv) {
-    const float* G = Gs + hv * kC;
-    Acc<16, 32> x = qk;
-    x.each([&](int r, int c, float& y) {
-      const int i = pm0 + r, j = pn0 + c;
-      y = i >= j ? y * geo.scale * exp_ftz(G[i] - G[j]) : 0.f;
-    });
-    store_acc_bf16(x, ws.ms + (vrow(geo, b * geo.Hv + h0 + hv, n) + pm0) * kC + pn0, kC);
-  }
-  if constexpr (!kBwd) {
-    store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
-    store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
-  }
+  warp_mma<Lay::MK, Lay::NK, kD>(kk, sm.k, kLdD, sm.k, kLdD, pm0, pn0);
+  store_tile<kC, kD>(ws.kn + krow0 * kD, kD, sm.k, kLdD);
+  store_tile<kC, kD>(ws.qn + krow0 * kD, kD, sm.qa.q, kLdD);
   if (kContext && tid < kC) {
     ws.rq[krow0 + tid] = sm.rq[tid];
     ws.rk[krow0 + tid] = sm.rk[tid];
   }
-  __syncthreads(); // Q is dead: its buffer takes A^-1 (forward modes)
+  __syncthreads(); // Q is dead: its buffer takes A^-1
 
-  // u, w: warp w has the 16-row bands w % 2 and 3 - w % 2 (five k-steps of A's lower triangle on
-  // every warp) and the columns un0 .. un0 + 31
-  const int ub0 = 16 * (warp % 2), ub1 = 48 - ub0, un0 = 32 * (warp / 2);
   for (int hv = 0; hv < geo.group; ++hv) {
-    const int h = h0 + hv, s = hv % 2;
-    const bool more = hv + 1 < geo.group;
-    const size_t row0 = vrow(geo, b * geo.Hv + h, n);
-    if (more)
-      load_tile_async<kC, kD, kThreads>(sm.v[s ^ 1], kLdD, in.v.at(b, t0, h + 1), in.v.st, L);
-    cp_async_commit();
+    const size_t row0 = vrow(geo, b * geo.Hv + h0 + hv, n);
     const float *G = Gs + hv * kC, *beta = betas + hv * kC;
-    if constexpr (!kBwd) {
-      kk.each_pair([&](int r, int c, float y0, float y1) {
-        const int i = pm0 + r, j = pn0 + c;
-        const float gi = G[i];
-        const float2 gj = *reinterpret_cast<const float2*>(G + j);
-        *reinterpret_cast<float2*>(sm.r.solve.lf + i * kLdF + j) = make_float2(
-            i > j ? y0 * exp_ftz(gi - gj.x) : 0.f, i > j + 1 ? y1 * exp_ftz(gi - gj.y) : 0.f);
-      });
-      for (int i = tid; i < kC * kLdF / 4; i += kThreads)
-        reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-      invert_unit_lower(sm.r.solve.lf, beta, sm.qa.ainv, sm.r.solve.tmp);
-    }
-    bf16* a_out = kContext ? ws.a + row0 * kC : nullptr;
-    const bf16* a_in = kBwd ? ws.a + row0 * kC : nullptr;
-    { // column pairs: thread tid has columns j, j + 1 of rows tid / 32 + 8 r
+    kk.each_pair([&](int r, int c, float y0, float y1) {
+      const int i = pm0 + r, j = pn0 + c;
+      const float gi = G[i];
+      const float2 gj = *reinterpret_cast<const float2*>(G + j);
+      *reinterpret_cast<float2*>(sm.lf + i * kLdF + j) = make_float2(
+          i > j ? y0 * exp_ftz(gi - gj.x) : 0.f, i > j + 1 ? y1 * exp_ftz(gi - gj.y) : 0.f);
+    });
+    for (int i = tid; i < kC * kLdF / 4; i += kThreads)
+      reinterpret_cast<float4*>(sm.qa.ainv)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    invert_unit_lower(sm.lf, beta, sm.qa.ainv, sm.tmp);
+    { // A in bf16, column pairs: thread tid has columns j, j + 1 of rows tid / 32 + 8 r
       constexpr int kRowStep = kThreads / (kC / 2);
       static_assert(kThreads % (kC / 2) == 0 && kC % kRowStep == 0);
       const int j = 2 * (tid % (kC / 2));
-      const float b0 = beta[j], b1 = beta[j + 1], e0 = exp_ftz(G[j]), e1 = exp_ftz(G[j + 1]);
+      bf16* const a_out = ws.a + row0 * kC;
 #pragma unroll
       for (int r = 0; r < kC / kRowStep; ++r) {
         const int i = tid / (kC / 2) + kRowStep * r;
-        const float2 a =
-            kBwd ? bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(a_in + i * kC + j))
-                 : *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
-        const float ab0 = a.x * b0, ab1 = a.y * b1;
-        *reinterpret_cast<__nv_bfloat162*>(sm.r.a.beta + i * kLdC + j) =
-            __floats2bfloat162_rn(ab0, ab1);
-        *reinterpret_cast<__nv_bfloat162*>(sm.r.a.gamma + i * kLdC + j) =
-            __floats2bfloat162_rn(ab0 * e0, ab1 * e1);
-        if constexpr (kContext)
-          *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
+        const float2 a = *reinterpret_cast<const float2*>(sm.qa.ainv + i * kLdF + j);
+        *reinterpret_cast<__nv_bfloat162*>(a_out + i * kC + j) = __floats2bfloat162_rn(a.x, a.y);
       }
     }
-    cp_async_wait<1>(); // this head's V
-    __syncthreads();
-
-    // u = A_beta V and w = A_gamma K, row band b over k < 16 (b + 1) only (A is lower
-    // triangular), staged in V's and A^-1's buffers so that they leave in coalesced 16-byte pieces.
-    Acc<16, 32> acc0, acc1;
-    auto a_times = [&](const bf16* a, const bf16* x) {
-      acc0.zero();
-      acc1.zero();
-      if (ub0 == 0) {
-        warp_mma<Lay::MK, Lay::KN, 16>(acc0, a, kLdC, x, kLdD, 0, un0);
-        warp_mma<Lay::MK, Lay::KN, 64>(acc1, a, kLdC, x, kLdD, 48, un0);
-      } else {
-        warp_mma<Lay::MK, Lay::KN, 32>(acc0, a, kLdC, x, kLdD, 16, un0);
-        warp_mma<Lay::MK, Lay::KN, 48>(acc1, a, kLdC, x, kLdD, 32, un0);
-      }
-    };
-    auto stage = [&](bf16* dst) {
-      store_acc_bf16(acc0, dst + ub0 * kLdD + un0, kLdD);
-      store_acc_bf16(acc1, dst + ub1 * kLdD + un0, kLdD);
-    };
-    a_times(sm.r.a.beta, sm.v[s]);
-    __syncthreads(); // every warp is done with V
-    stage(sm.v[s]);
-    a_times(sm.r.a.gamma, sm.k);
-    stage(sm.qa.q);
-    __syncthreads();
-    store_tile<kC, kD>(ws.u + row0 * kD, kD, sm.v[s], kLdD);
-    store_tile<kC, kD>(ws.w + row0 * kD, kD, sm.qa.q, kLdD);
-    if (!kBwd && tid < kC)
+    if (tid < kC)
       ws.G[row0 + tid] = G[tid];
-    if (more)
-      __syncthreads(); // the tiles are out
+    if (hv + 1 < geo.group)
+      __syncthreads(); // every thread is done with this head's inverse
   }
 }
 
@@ -245,9 +147,7 @@ __global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, Prep mode,
                         cudaStream_t st) {
   const int smem = int(prep_smem(geo.group));
-  auto kernel = mode == Prep::context    ? prep_kernel<Prep::context>
-                : mode == Prep::backward ? prep_kernel<Prep::backward>
-                                         : prep_kernel<Prep::inference>;
+  auto kernel = mode == Prep::context ? prep_kernel<Prep::context> : prep_kernel<Prep::inference>;
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<dim3(geo.NT, geo.B * geo.Hk), kThreads, smem, st>>>(geo, in, ws);
   QR_CUDA_TRY(cudaGetLastError());

@@ -4,21 +4,30 @@
 // directions where they can be: with mma.sync every warp reads its own A and B fragments from
 // shared memory, and ldmatrix traffic, not tensor throughput, bounds these loops.
 //
-// Every chunk's tiles come from fused_prep.cu's workspace (w, u, Ms, G, normalised Q and K) except
-// do. Two shared-memory stages: at the top of chunk n, once chunk n has landed and every warp has
-// left chunk n - 1, the CTA issues chunk n + 1's cp.async copies into the stage n - 1 used.
+// The scans read the context (qn, kn, G, A: fused_prep.cu) and the inputs (v, beta, do) and form
+// u, w and Ms themselves: v_new = u - w S = A diag(beta) (V - exp(G) .* (K S)), K S where w S was
+// plus one 64 x 64 product over A's triangle, and w^T dv_new = K^T diag(beta exp(G)) A^T dv_new,
+// for 335 MB of u, w and Ms (35B) neither written nor read. Two shared-memory stages: at the top of
+// chunk n, once chunk n has landed and every warp has left chunk n - 1, the CTA issues chunk n +
+// 1's cp.async copies into the stage n - 1 used.
 //
-// fwd_scan, per chunk with entering state S:
-//   phase A  S -> bf16 smem; El = exp(Gl - G)
-//   phase B  warps 0-3: v_new = u - w S (64 x BV/4 at columns BV/4 w), stored as is and as
-//            El .* v_new;  warps 4-7: P = scale exp(G) .* (Q S) (likewise), kept in registers
-//   phase C  S = exp(Gl) S + K^T (El .* v_new);  warps 4-7: o = P + Ms v_new, to global
-// save_scan (the backward's h_n and v_new): phases A and C, and phase B for v_new only (a 2 x 4
-//   grid of 32 x BV/4 warp tiles); writes h_n (bf16) after phase A and v_new after phase B.
+// fwd_scan, per chunk with entering state S (W warps; halves of W/2 at 64 x BV/4 tiles, W = 8):
+//   phase A  S -> bf16 smem; El = exp(Gl - G); A diag(beta) in place
+//   phase B  first half: X = V - exp(G) .* (K S) to smem; second half: P = scale exp(G) .* (Q S),
+//            kept in registers; then first half: v_new = A diag(beta) X, stored as is and as
+//            El .* v_new; second half: Ms = scale lowerIncl(Q K^T .* D) to smem
+//   phase C  S = exp(Gl) S + K^T (El .* v_new);  second half: o = P + Ms v_new, to global
+// save_scan (the backward's h_n and v_new), on a 2 x 4 grid of 32 x BV/4 warp tiles:
+//   phase A  S -> bf16 smem, then to h_n; A diag(beta) in place
+//   phase B  X = V - exp(G) .* (K S) to smem; then v_new = A diag(beta) X (= u - w S; the
+//            k-steps of A's triangle only), to global, and El .* v_new
+//   phase C  S = exp(Gl) S + K^T (El .* v_new)
 // bwd_scan, reverse, with dS the gradient of the state leaving the chunk:
-//   phase A  dS -> bf16 smem, then to dh_n; Q rows scaled in place by scale exp(G)
-//   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; -dv_new to smem
-//   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do - w^T dv_new
+//   phase A  dS -> bf16 smem, then to dh_n; Ms = scale lowerIncl(Q K^T .* D) from the raw Q; then
+//            Q rows scaled in place by scale exp(G), A diag(beta exp(G)) in place
+//   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; then
+//            Y = -diag(beta exp(G)) A^T dv_new (= -w^T dv_new before its K^T), to smem
+//   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do + K^T Y
 // Sequence boundaries (varlen; fused.cuh): the forward scans save the final state after a
 // sequence's last chunk and load the next sequence's initial state (or zero) after the chunk before
 // its first; the backward scan saves the initial-state gradient after a first chunk and loads the
@@ -99,28 +108,30 @@ __device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk&
 
 template <int BV>
 struct FwdStage {
-  bf16 w[kC * kLdD], q[kC * kLdD], k[kC * kLdD];
-  bf16 ms[kC * kLdC];
-  bf16 u[kC * kLdV<BV>];
-  float G[kC];
+  bf16 q[kC * kLdD], k[kC * kLdD];
+  bf16 a[kC * kLdC]; // A, then A diag(beta) in place
+  bf16 v[kC * kLdV<BV>];
+  float G[kC], beta[kC];
 };
-// 223 KB at BV = 128.
+// 216 KB at BV = 128.
 template <int BV>
 struct FwdSmem {
   FwdStage<BV> st[2];
-  bf16 s[kD * kLdV<BV>];   // entering state, bf16 operand copy
-  bf16 nu[kC * kLdV<BV>];  // v_new
-  bf16 nus[kC * kLdV<BV>]; // v_new .* El
-  float el[kC], gs[kC];    // exp(Gl - G), scale exp(G)
+  bf16 s[kD * kLdV<BV>];        // entering state, bf16 operand copy
+  bf16 x[kC * kLdV<BV>];        // V - exp(G) .* (K S)
+  bf16 nu[kC * kLdV<BV>];       // v_new
+  bf16 nus[kC * kLdV<BV>];      // v_new .* El
+  bf16 ms[kC * kLdC];           // Ms
+  float el[kC], gs[kC], gm[kC]; // exp(Gl - G), scale exp(G), exp(G)
 };
 
 template <int BV, int W>
 __global__ void __launch_bounds__(32 * W, 1)
-    fwd_scan_kernel(Geo geo, Workspace ws, const float* h0, Ref<bf16> o, float* ht,
+    fwd_scan_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, Ref<bf16> o, float* ht,
                     const float* entering) {
   constexpr int ldv = kLdV<BV>, kT = 32 * W;
   using Tiles = ScanTiles<BV, W>;
-  using Half = GroupTile<BV, W / 2>; // phase B: v_new on warps [0, W/2), P and o on the rest
+  using Half = GroupTile<BV, W / 2>; // phase B: v_new on warps [0, W/2), P, Ms and o on the rest
   extern __shared__ __align__(16) char smem_raw[];
   FwdSmem<BV>& sm = *reinterpret_cast<FwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
@@ -131,14 +142,14 @@ __global__ void __launch_bounds__(32 * W, 1)
   const Half pb(warp % (W / 2));
   const int pr = pb.r0, pc = pb.c0;
 
-  auto issue = [&](int n) {
+  // Chunk n's tiles; its beta (registers until the chunk before it is done) from beta_of.
+  auto issue = [&](int n, const Chunk& c) {
     FwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-    load_tile_async<kC, kD, kT>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kC, kT>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
-    load_tile_async<kC, BV, kT>(s.u, ldv, ws.u + row0 * kD + v0, kD, kC);
+    load_tile_async<kC, kC, kT>(s.a, kLdC, ws.a + row0 * kC, kC, kC);
+    load_tile_async<kC, BV, kT>(s.v, ldv, in.v.at(c.b, c.t0, h) + v0, in.v.st, c.len);
     load_G(s.G, ws.G + row0);
   };
 
@@ -149,46 +160,64 @@ __global__ void __launch_bounds__(32 * W, 1)
   Chunk cur = chunk_at(geo, ws, b, slots.x);
   Acc<32, Tiles::SN> S;
   load_state(S, entry_state(geo, cur, h0, entering, bh, h, tile));
-  issue(slots.x);
+  issue(slots.x, cur);
+  if (tid < kC)
+    sm.st[slots.x & 1].beta[tid] = beta_of(in.beta, cur, h);
   cp_async_commit();
   for (int n = slots.x; n < slots.y; ++n) {
     cp_async_wait<0>();
     __syncthreads(); // chunk n has landed, and every warp is done with chunk n - 1
-    if (n + 1 < slots.y)
-      issue(n + 1);
-    cp_async_commit();
     const Chunk next = n + 1 < slots.y ? chunk_at(geo, ws, b, n + 1) : Chunk{};
-    const FwdStage<BV>& s = sm.st[n & 1];
+    float beta_next = 0.f;
+    if (n + 1 < slots.y) {
+      issue(n + 1, next);
+      if (tid < kC)
+        beta_next = beta_of(in.beta, next, h);
+    }
+    cp_async_commit();
+    FwdStage<BV>& s = sm.st[n & 1];
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
     if (tid < kC) {
       sm.el[tid] = exp_ftz(Gl - s.G[tid]);
-      sm.gs[tid] = geo.scale * exp_ftz(s.G[tid]);
+      sm.gm[tid] = exp_ftz(s.G[tid]);
+      sm.gs[tid] = geo.scale * sm.gm[tid];
     }
+    scale_columns<kT>(s.a, s.beta);
     __syncthreads();
 
-    Acc<Half::M, Half::N> X; // first half: w S; second half: P, then o
+    Acc<Half::M, Half::N> X; // first half: K S, then v_new; second half: P, then o
     X.zero();
-    if (first_half) { // v_new = u - w S
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, pr, pc);
+    if (first_half) { // X = V - exp(G) .* (K S)
+      warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.s, ldv, pr, pc);
       X.each_pair([&](int r, int c, float& x0, float& x1) {
         const int i = pr + r, j = pc + c;
-        const float2 u = load_bf16x2(s.u + i * ldv + j);
-        x0 = u.x - x0;
-        x1 = u.y - x1;
-        store_bf16x2(sm.nu + i * ldv + j, x0, x1);
-        store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
+        const float2 v = load_bf16x2(s.v + i * ldv + j);
+        store_bf16x2(sm.x + i * ldv + j, v.x - sm.gm[i] * x0, v.y - sm.gm[i] * x1);
       });
     } else { // P = scale exp(G) .* (Q S)
       warp_mma<Lay::MK, Lay::KN, kD>(X, s.q, kLdD, sm.s, ldv, pr, pc);
       X.each([&](int r, int, float& x) { x *= sm.gs[pr + r]; });
     }
     __syncthreads();
+    if (first_half) { // v_new = A diag(beta) X = u - w S
+      lower_times(X, s.a, sm.x, ldv, pr, pc);
+      X.each_pair([&](int r, int c, float& x0, float& x1) {
+        const int i = pr + r, j = pc + c;
+        store_bf16x2(sm.nu + i * ldv + j, x0, x1);
+        store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
+      });
+    } else {
+      form_ms<W / 2>(sm.ms, s.q, s.k, s.G, geo.scale, warp - W / 2);
+    }
+    if (tid < kC)
+      sm.st[(n + 1) & 1].beta[tid] = beta_next;
+    __syncthreads();
     const float decay = exp_ftz(Gl);
     S.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (!first_half) { // o = P + Ms v_new
-      warp_mma<Lay::MK, Lay::KN, kC>(X, s.ms, kLdC, sm.nu, ldv, pr, pc);
+      warp_mma<Lay::MK, Lay::KN, kC>(X, sm.ms, kLdC, sm.nu, ldv, pr, pc);
       store_acc_bf16(X, o.at(cur.b, cur.t0 + pr, h) + v0 + pc, o.st, cur.len - pr);
     }
     if (cur.last)
@@ -201,22 +230,25 @@ __global__ void __launch_bounds__(32 * W, 1)
 
 template <int BV>
 struct SaveStage {
-  bf16 w[kC * kLdD], k[kC * kLdD];
-  bf16 u[kC * kLdV<BV>];
-  float G[kC];
+  bf16 k[kC * kLdD];
+  bf16 v[kC * kLdV<BV>];
+  bf16 a[kC * kLdC]; // A, then A diag(beta) in place
+  float G[kC], beta[kC];
 };
+// 173 KB at BV = 128.
 template <int BV>
 struct SaveSmem {
   SaveStage<BV> st[2];
   bf16 s[kD * kLdV<BV>];
+  bf16 x[kC * kLdV<BV>];   // V - exp(G) .* (K S)
   bf16 nu[kC * kLdV<BV>];  // v_new
   bf16 nus[kC * kLdV<BV>]; // v_new .* El
-  float el[kC];
+  float el[kC], gm[kC];
 };
 
 template <int BV>
 __global__ void __launch_bounds__(kThreads, 1)
-    save_scan_kernel(Geo geo, Workspace ws, const float* h0, const float* entering) {
+    save_scan_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, const float* entering) {
   constexpr int ldv = kLdV<BV>;
   extern __shared__ __align__(16) char smem_raw[];
   SaveSmem<BV>& sm = *reinterpret_cast<SaveSmem<BV>*>(smem_raw);
@@ -225,12 +257,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int sr = 32 * (warp % 4), sc = (BV / 2) * (warp / 4); // state tile
   const int pr = 32 * (warp % 2), pc = (BV / 4) * (warp / 2); // phase-B tile: 32 x BV/4
 
-  auto issue = [&](int n) {
+  // Chunk n's tiles; its beta (registers until the chunk before it is done) from beta_of.
+  auto issue = [&](int n, const Chunk& c) {
     SaveStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
-    load_tile_async<kC, kD, kThreads>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
     load_tile_async<kC, kD, kThreads>(s.k, kLdD, ws.kn + krow(geo, bh, n) * kD, kD, kC);
-    load_tile_async<kC, BV, kThreads>(s.u, ldv, ws.u + row0 * kD + v0, kD, kC);
+    load_tile_async<kC, BV, kThreads>(s.v, ldv, in.v.at(c.b, c.t0, h) + v0, in.v.st, c.len);
+    load_tile_async<kC, kC, kThreads>(s.a, kLdC, ws.a + row0 * kC, kC, kC);
     load_G(s.G, ws.G + row0);
   };
 
@@ -238,37 +271,54 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (!stamp_ok(geo, ws) || slots.x >= slots.y)
     return;
   const int tile = sr * kD + v0 + sc;
+  Chunk cur = chunk_at(geo, ws, b, slots.x);
   Acc<32, BV / 2> S;
-  load_state(S, entry_state(geo, chunk_at(geo, ws, b, slots.x), h0, entering, bh, h, tile));
-  issue(slots.x);
+  load_state(S, entry_state(geo, cur, h0, entering, bh, h, tile));
+  issue(slots.x, cur);
+  if (tid < kC)
+    sm.st[slots.x & 1].beta[tid] = beta_of(in.beta, cur, h);
   cp_async_commit();
   for (int n = slots.x; n < slots.y; ++n) {
     cp_async_wait<0>();
-    __syncthreads();
-    if (n + 1 < slots.y)
-      issue(n + 1);
-    cp_async_commit();
+    __syncthreads(); // chunk n has landed, and every warp is done with chunk n - 1
     const Chunk next = n + 1 < slots.y ? chunk_at(geo, ws, b, n + 1) : Chunk{};
-    const SaveStage<BV>& s = sm.st[n & 1];
+    float beta_next = 0.f;
+    if (n + 1 < slots.y) {
+      issue(n + 1, next);
+      if (tid < kC)
+        beta_next = beta_of(in.beta, next, h);
+    }
+    cp_async_commit();
+    SaveStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
     store_acc_bf16(S, sm.s + sr * ldv + sc, ldv);
-    if (tid < kC)
+    if (tid < kC) {
       sm.el[tid] = exp_ftz(Gl - s.G[tid]);
+      sm.gm[tid] = exp_ftz(s.G[tid]);
+    }
+    scale_columns<kThreads>(s.a, s.beta);
     __syncthreads();
     store_tile<kD, BV>(ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.s, ldv);
 
+    // v_new = u - w S = A diag(beta) (V - exp(G) .* (K S))
     Acc<32, BV / 4> X;
     X.zero();
-    warp_mma<Lay::MK, Lay::KN, kD>(X, s.w, kLdD, sm.s, ldv, pr, pc);
+    warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.s, ldv, pr, pc);
     X.each_pair([&](int r, int c, float& x0, float& x1) {
       const int i = pr + r, j = pc + c;
-      const float2 u = load_bf16x2(s.u + i * ldv + j);
-      x0 = u.x - x0;
-      x1 = u.y - x1;
+      const float2 v = load_bf16x2(s.v + i * ldv + j);
+      store_bf16x2(sm.x + i * ldv + j, v.x - sm.gm[i] * x0, v.y - sm.gm[i] * x1);
+    });
+    __syncthreads();
+    lower_times(X, s.a, sm.x, ldv, pr, pc);
+    X.each_pair([&](int r, int c, float& x0, float& x1) {
+      const int i = pr + r, j = pc + c;
       store_bf16x2(sm.nu + i * ldv + j, x0, x1);
       store_bf16x2(sm.nus + i * ldv + j, x0 * sm.el[i], x1 * sm.el[i]);
     });
+    if (tid < kC)
+      sm.st[(n + 1) & 1].beta[tid] = beta_next;
     __syncthreads();
     store_tile<kC, BV>(ws.nu + row0 * kD + v0, kD, sm.nu, ldv);
     const float decay = exp_ftz(Gl);
@@ -276,32 +326,36 @@ __global__ void __launch_bounds__(kThreads, 1)
     warp_mma<Lay::KM, Lay::KN, kC>(S, s.k, kLdD, sm.nus, ldv, sr, sc);
     if (next.first)
       load_state(S, state_of(h0, geo, next, h, tile));
+    cur = next;
   }
 }
 
 template <int BV>
 struct BwdStage {
-  bf16 q[kC * kLdD], k[kC * kLdD], w[kC * kLdD];
-  bf16 ms[kC * kLdC];
+  bf16 q[kC * kLdD], k[kC * kLdD];
+  bf16 a[kC * kLdC]; // A, then A diag(beta exp(G)) in place
   bf16 d_o[kC * kLdV<BV>];
-  float G[kC];
+  float G[kC], beta[kC];
 };
+// 199 KB at BV = 128.
 template <int BV>
 struct BwdSmem {
   BwdStage<BV> st[2];
-  bf16 ds[kD * kLdV<BV>];   // leaving-state gradient, bf16 operand copy
-  bf16 dnu[kC * kLdV<BV>];  // dv_new
-  bf16 dnun[kC * kLdV<BV>]; // -dv_new
-  float el[kC];
+  bf16 ds[kD * kLdV<BV>];  // leaving-state gradient, bf16 operand copy
+  bf16 dnu[kC * kLdV<BV>]; // dv_new
+  bf16 y[kC * kLdV<BV>];   // -diag(beta exp(G)) A^T dv_new
+  bf16 ms[kC * kLdC];      // Ms
+  float el[kC], bg[kC];    // exp(Gl - G), beta exp(G)
 };
 
 template <int BV, int W>
 __global__ void __launch_bounds__(32 * W, 1)
-    bwd_scan_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht, float* dh0,
-                    const float* entering) {
+    bwd_scan_kernel(Geo geo, Workspace ws, Ref<const bf16> beta, Ref<const bf16> d_o,
+                    const float* dht, float* dh0, const float* entering) {
   constexpr int ldv = kLdV<BV>, kT = 32 * W;
   using Tiles = ScanTiles<BV, W>;
   using All = GroupTile<BV, W>; // phase B on every warp
+  static_assert(All::M == 32, "lower_times takes 32-row tiles");
   extern __shared__ __align__(16) char smem_raw[];
   BwdSmem<BV>& sm = *reinterpret_cast<BwdSmem<BV>*>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
@@ -319,14 +373,13 @@ __global__ void __launch_bounds__(32 * W, 1)
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
     load_tile_async<kC, kD, kT>(s.q, kLdD, ws.qn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(s.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kT>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
-    load_tile_async<kC, kC, kT>(s.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, kC, kT>(s.a, kLdC, ws.a + row0 * kC, kC, kC);
     load_tile_async<kC, BV, kT>(s.d_o, ldv, d_o.at(c.b, c.t0, h) + v0, d_o.st, c.len);
     load_G(s.G, ws.G + row0);
   };
 
-  // cur: slot n; prev: slot n - 1 (its d_o goes out at the top of chunk n); the slot before that
-  // is read one chunk ahead of its use.
+  // cur: slot n; prev: slot n - 1 (its tiles go out at the top of chunk n, its beta at the end);
+  // the slot before that is read one chunk ahead of its use.
   const int tile = sr * kD + v0 + sc;
   Chunk cur = chunk_at(geo, ws, b, slots.y - 1);
   Chunk prev = slots.y - 1 > slots.x ? chunk_at(geo, ws, b, slots.y - 2) : Chunk{};
@@ -335,41 +388,56 @@ __global__ void __launch_bounds__(32 * W, 1)
                  : entering ? segment_state(entering, bh, tile)
                             : nullptr);
   issue(slots.y - 1, cur);
+  if (tid < kC)
+    sm.st[(slots.y - 1) & 1].beta[tid] = beta_of(beta, cur, h);
   cp_async_commit();
   for (int n = slots.y - 1; n >= slots.x; --n) {
     cp_async_wait<0>();
     __syncthreads();
-    if (n > slots.x)
+    float beta_prev = 0.f;
+    if (n > slots.x) {
       issue(n - 1, prev);
+      if (tid < kC)
+        beta_prev = beta_of(beta, prev, h);
+    }
     cp_async_commit();
     const Chunk before = n - 1 > slots.x ? chunk_at(geo, ws, b, n - 2) : Chunk{};
     BwdStage<BV>& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
     const float Gl = s.G[kC - 1];
     store_acc_bf16(dS, sm.ds + sr * ldv + sc, ldv);
-    if (tid < kC)
+    if (tid < kC) {
       sm.el[tid] = exp_ftz(Gl - s.G[tid]);
-    scale_q_rows<kT>(s.q, s.G, geo.scale);
+      sm.bg[tid] = s.beta[tid] * exp_ftz(s.G[tid]);
+    }
+    form_ms<W>(sm.ms, s.q, s.k, s.G, geo.scale, warp); // from the raw Q, before it is scaled
     __syncthreads();
+    scale_columns<kT>(s.a, sm.bg);
+    scale_q_rows<kT>(s.q, s.G, geo.scale);
     store_tile<kD, BV, kT>(ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0, kD, sm.ds, ldv);
 
-    {
-      Acc<All::M, All::N> X;
-      X.zero();
-      warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
-      X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
-      warp_mma<Lay::KM, Lay::KN, kC>(X, s.ms, kLdC, s.d_o, ldv, pr, pc);
-      X.each_pair([&](int r, int c, float& x0, float& x1) {
-        store_bf16x2(sm.dnu + (pr + r) * ldv + pc + c, x0, x1);
-        store_bf16x2(sm.dnun + (pr + r) * ldv + pc + c, -x0, -x1);
-      });
-    }
+    Acc<All::M, All::N> X;
+    X.zero();
+    warp_mma<Lay::MK, Lay::KN, kD>(X, s.k, kLdD, sm.ds, ldv, pr, pc);
+    X.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
+    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.ms, kLdC, s.d_o, ldv, pr, pc);
+    X.each_pair([&](int r, int c, float& x0, float& x1) {
+      store_bf16x2(sm.dnu + (pr + r) * ldv + pc + c, x0, x1);
+    });
     __syncthreads();
     store_tile<kC, BV, kT>(ws.dnu + row0 * kD + v0, kD, sm.dnu, ldv);
+    // w^T dv_new = K^T diag(beta exp(G)) A^T dv_new
+    lower_t_times(X, s.a, sm.dnu, ldv, pr, pc);
+    X.each_pair([&](int r, int c, float& x0, float& x1) {
+      store_bf16x2(sm.y + (pr + r) * ldv + pc + c, -x0, -x1);
+    });
+    if (tid < kC)
+      sm.st[(n - 1) & 1].beta[tid] = beta_prev;
+    __syncthreads();
     const float decay = exp_ftz(Gl);
     dS.each([&](int, int, float& x) { x *= decay; });
     warp_mma<Lay::KM, Lay::KN, kC>(dS, s.q, kLdD, s.d_o, ldv, sr, sc);
-    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.w, kLdD, sm.dnun, ldv, sr, sc);
+    warp_mma<Lay::KM, Lay::KN, kC>(dS, s.k, kLdD, sm.y, ldv, sr, sc);
     if (cur.first)
       save_state(dS, state_of(dh0, geo, cur, h, tile));
     if (n > slots.x && prev.last) // varlen: slot n - 1 ends a sequence
@@ -404,40 +472,40 @@ ScanGrid scan_grid(const Geo& geo, int sm_count) {
 // us with its saves) and 8 for 128, where the registers allow no more; the backward scan keeps 8
 // (248 against 233 us with 16 at 64 columns). Split: the segments' end states and transitions and
 // their combine first (fused_split.cu), then the same scans from the true entering states.
-std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                            Ref<bf16> o, float* ht, cudaStream_t st) {
+std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st) {
   if (sg.split)
-    if (std::string e = launch_split_fwd(geo, sg, ws, h0, st); !e.empty())
+    if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
-  const float* in = sg.split ? ws.seg_fwd_in : nullptr;
+  const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
   return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
-                               h0, o, ht, in)
+                               in, h0, o, ht, entering)
                       : launch(fwd_scan_kernel<64, 16>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
-                               h0, o, ht, in);
+                               in, h0, o, ht, entering);
 }
 
-std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             bool states_saved, cudaStream_t st) {
+std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             const float* h0, bool states_saved, cudaStream_t st) {
   if (sg.split && !states_saved)
-    if (std::string e = launch_split_fwd(geo, sg, ws, h0, st); !e.empty())
+    if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
-  const float* in = sg.split ? ws.seg_fwd_in : nullptr;
+  const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
   return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
-                               ws, h0, in)
+                               ws, in, h0, entering)
                       : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st,
-                               ws, h0, in);
+                               ws, in, h0, entering);
 }
 
-std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
-                            const float* dht, float* dh0, cudaStream_t st) {
+std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                            Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st) {
   if (sg.split)
-    if (std::string e = launch_split_bwd(geo, sg, ws, d_o, dht, st); !e.empty())
+    if (std::string e = launch_split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
       return e;
-  const float* in = sg.split ? ws.seg_in : nullptr;
+  const float* entering = sg.split ? ws.seg_in : nullptr;
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
-                               d_o, dht, dh0, in)
+                               in.beta, d_o, dht, dh0, entering)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,
-                               d_o, dht, dh0, in);
+                               in.beta, d_o, dht, dh0, entering);
 }
 
 } // namespace qr::gdn::fused

@@ -12,13 +12,14 @@
 //
 //   seg_fwd, one CTA of 16 warps per (b, value head, segment): E and T side by side as one
 //     128 x 256 state X = [E | T], from [0 | I], through the forward scan's per-chunk math with
-//     u = [u | 0]: v_new = u - w X, X = exp(Gl) X + K^T (El .* v_new), the same bf16 operand
-//     rounding as the scans. Two cp.async stages. Warp w owns the 32 x 64 state tile at rows
-//     32 (w % 4), columns 64 (w / 4) (warps 0-7 E, 8-15 T) and the 32 x 32 v_new tile at rows
-//     32 (w % 2), columns 32 (w / 2).
+//     V = [V | 0]: v_new = u - w X = A diag(beta) (V - exp(G) .* (K X)), X = exp(Gl) X + K^T
+//     (El .* v_new), the same bf16 operand rounding as the scans. Two cp.async stages. Warp w owns
+//     the 32 x 64 state tile at rows 32 (w % 4), columns 64 (w / 4) (warps 0-7 E, 8-15 T) and the
+//     32 x 32 v_new tile at rows 32 (w % 2), columns 32 (w / 2).
 //   seg_bwd, likewise in reverse: X = [dE | T^bwd] from [0 | I] through the backward scan's math
-//     with do = [do | 0]: dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do
-//     - w^T dv_new. One stage (the tiles of both stages would not fit).
+//     with do = [do | 0], forming Ms and w^T dv_new from the context as bwd_scan does:
+//     dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do - w^T dv_new. One
+//     stage (the tiles of both stages would not fit).
 //   combine, one CTA per (32 value columns, b, value head), fp32 on the CUDA cores, in segment
 //     order: S_in(0) = 0, S_in(z + 1) = T_z S_in(z) + E_z (bwd, from the last segment down:
 //     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_fwd_in (bwd: ws.seg_in).
@@ -43,27 +44,31 @@ constexpr int kW = 16, kT = 32 * kW; // warps and threads of seg_fwd / seg_bwd
 constexpr int kLdX = 2 * kD + 8;     // padded row stride of the 256-wide [E | T] tiles
 
 struct SegFwdStage {
-  bf16 w[kC * kLdD], k[kC * kLdD], u[kC * kLdD];
-  float G[kC];
+  bf16 k[kC * kLdD], v[kC * kLdD];
+  bf16 a[kC * kLdC]; // A, then A diag(beta) in place
+  float G[kC], beta[kC];
 };
-// 202 KB.
+// 220 KB.
 struct SegFwdSmem {
   SegFwdStage st[2];
   bf16 x[kD * kLdX];   // [E | T], bf16 operand copy
+  bf16 vx[kC * kLdX];  // [V | 0] - exp(G) .* (K X)
   bf16 nus[kC * kLdX]; // v_new .* El
-  float el[kC];
+  float el[kC], gm[kC];
   int edge; // the walk's restart slot
 };
 
-// 177 KB.
+// 202 KB.
 struct SegBwdSmem {
-  bf16 q[kC * kLdD], k[kC * kLdD], w[kC * kLdD];
-  bf16 ms[kC * kLdC];
+  bf16 q[kC * kLdD], k[kC * kLdD];
+  bf16 a[kC * kLdC];  // A, then A diag(beta exp(G)) in place
+  bf16 ms[kC * kLdC]; // Ms, formed here
   bf16 d_o[kC * kLdD];
-  float G[kC];
-  bf16 x[kD * kLdX];    // [dE | T^bwd], bf16 operand copy
-  bf16 dnun[kC * kLdX]; // -dv_new
-  float el[kC];
+  float G[kC], beta[kC];
+  bf16 x[kD * kLdX];   // [dE | T^bwd], bf16 operand copy
+  bf16 dnu[kC * kLdX]; // dv_new
+  bf16 y[kC * kLdX];   // -diag(beta exp(G)) A^T dv_new
+  float el[kC], bg[kC];
   int edge;
 };
 
@@ -91,7 +96,8 @@ __device__ __forceinline__ const float* state_ptr(const float* p, const Geo& geo
   return p ? p + (size_t(c.state) * geo.Hv + h) * kD * kD : nullptr;
 }
 
-__global__ void __launch_bounds__(kT, 1) seg_fwd_kernel(Geo geo, Workspace ws, const float* h0) {
+__global__ void __launch_bounds__(kT, 1)
+    seg_fwd_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0) {
   extern __shared__ __align__(16) char smem_raw[];
   SegFwdSmem& sm = *reinterpret_cast<SegFwdSmem*>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv, z = blockIdx.z, Z = gridDim.z;
@@ -121,36 +127,51 @@ __global__ void __launch_bounds__(kT, 1) seg_fwd_kernel(Geo geo, Workspace ws, c
   init_x(X, sr, sc, restart ? state_ptr(h0, geo, chunk_at(geo, ws, b, begin), h) : nullptr,
          restart);
 
+  // Chunk n's tiles; its beta for thread tid < kC (registers until chunk n - 1 is done).
   auto issue = [&](int n) {
+    const Chunk c = chunk_at(geo, ws, b, n);
     SegFwdStage& s = sm.st[n & 1];
     const size_t row0 = vrow(geo, bh, n);
-    load_tile_async<kC, kD, kT>(s.w, kLdD, ws.w + row0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(s.k, kLdD, ws.kn + krow(geo, bh, n) * kD, kD, kC);
-    load_tile_async<kC, kD, kT>(s.u, kLdD, ws.u + row0 * kD, kD, kC);
+    load_tile_async<kC, kD, kT>(s.v, kLdD, in.v.at(c.b, c.t0, h), in.v.st, c.len);
+    load_tile_async<kC, kC, kT>(s.a, kLdC, ws.a + row0 * kC, kC, kC);
     load_G(s.G, ws.G + row0);
+    return tid < kC ? beta_of(in.beta, c, h) : 0.f;
   };
-  issue(begin);
+  const float beta0 = issue(begin);
+  if (tid < kC)
+    sm.st[begin & 1].beta[tid] = beta0;
   cp_async_commit();
   for (int n = begin; n < seg.y; ++n) {
     cp_async_wait<0>();
     __syncthreads(); // chunk n has landed, and every warp is done with chunk n - 1
-    if (n + 1 < seg.y)
-      issue(n + 1);
+    const float beta_next = n + 1 < seg.y ? issue(n + 1) : 0.f;
     cp_async_commit();
-    const SegFwdStage& s = sm.st[n & 1];
+    SegFwdStage& s = sm.st[n & 1];
     const float Gl = s.G[kC - 1];
     store_acc_bf16(X, sm.x + sr * kLdX + sc, kLdX);
-    if (tid < kC)
+    if (tid < kC) {
       sm.el[tid] = exp_ftz(Gl - s.G[tid]);
+      sm.gm[tid] = exp_ftz(s.G[tid]);
+    }
+    scale_columns<kT>(s.a, s.beta);
     __syncthreads();
-    Acc<32, 32> V; // w X, then El .* v_new
+    Acc<32, 32> V; // K X, then v_new = A diag(beta) ([V | 0] - exp(G) .* (K X)) = u - w X
     V.zero();
-    warp_mma<Lay::MK, Lay::KN, kD>(V, s.w, kLdD, sm.x, kLdX, pr, pc);
+    warp_mma<Lay::MK, Lay::KN, kD>(V, s.k, kLdD, sm.x, kLdX, pr, pc);
     V.each_pair([&](int r, int c, float& x0, float& x1) {
       const int i = pr + r, j = pc + c;
-      const float2 u = pc < kD ? load_bf16x2(s.u + i * kLdD + j) : float2{0.f, 0.f};
-      store_bf16x2(sm.nus + i * kLdX + j, (u.x - x0) * sm.el[i], (u.y - x1) * sm.el[i]);
+      const float2 v = pc < kD ? load_bf16x2(s.v + i * kLdD + j) : float2{0.f, 0.f};
+      store_bf16x2(sm.vx + i * kLdX + j, v.x - sm.gm[i] * x0, v.y - sm.gm[i] * x1);
     });
+    __syncthreads();
+    lower_times(V, s.a, sm.vx, kLdX, pr, pc);
+    V.each_pair([&](int r, int c, float& x0, float& x1) {
+      const int i = pr + r, j = pc + c;
+      store_bf16x2(sm.nus + i * kLdX + j, x0 * sm.el[i], x1 * sm.el[i]);
+    });
+    if (tid < kC)
+      sm.st[(n + 1) & 1].beta[tid] = beta_next;
     __syncthreads();
     const float decay = exp_ftz(Gl);
     X.each([&](int, int, float& x) { x *= decay; });
@@ -159,8 +180,8 @@ __global__ void __launch_bounds__(kT, 1) seg_fwd_kernel(Geo geo, Workspace ws, c
   save_x(X, ws, at, sr, sc);
 }
 
-__global__ void __launch_bounds__(kT, 1)
-    seg_bwd_kernel(Geo geo, Workspace ws, Ref<const bf16> d_o, const float* dht) {
+__global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, Ref<const bf16> beta,
+                                                        Ref<const bf16> d_o, const float* dht) {
   extern __shared__ __align__(16) char smem_raw[];
   SegBwdSmem& sm = *reinterpret_cast<SegBwdSmem*>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv, z = blockIdx.z, Z = gridDim.z;
@@ -197,36 +218,45 @@ __global__ void __launch_bounds__(kT, 1)
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
     load_tile_async<kC, kD, kT>(sm.q, kLdD, ws.qn + krow0 * kD, kD, kC);
     load_tile_async<kC, kD, kT>(sm.k, kLdD, ws.kn + krow0 * kD, kD, kC);
-    load_tile_async<kC, kD, kT>(sm.w, kLdD, ws.w + row0 * kD, kD, kC);
-    load_tile_async<kC, kC, kT>(sm.ms, kLdC, ws.ms + row0 * kC, kC, kC);
+    load_tile_async<kC, kC, kT>(sm.a, kLdC, ws.a + row0 * kC, kC, kC);
     load_tile_async<kC, kD, kT>(sm.d_o, kLdD, d_o.at(c.b, c.t0, h), d_o.st, c.len);
     load_G(sm.G, ws.G + row0);
     cp_async_commit();
+    if (tid < kC)
+      sm.beta[tid] = beta_of(beta, c, h);
     store_acc_bf16(X, sm.x + sr * kLdX + sc, kLdX); // beside the loads
     cp_async_wait<0>();
     __syncthreads();
     const float Gl = sm.G[kC - 1];
-    if (tid < kC)
+    if (tid < kC) {
       sm.el[tid] = exp_ftz(Gl - sm.G[tid]);
-    scale_q_rows<kT>(sm.q, sm.G, geo.scale); // as bwd_scan
-    __syncthreads();
-    {
-      Acc<32, 32> V; // dv_new = El .* (K X) (+ Ms^T do in dE's columns)
-      V.zero();
-      warp_mma<Lay::MK, Lay::KN, kD>(V, sm.k, kLdD, sm.x, kLdX, pr, pc);
-      V.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
-      if (pc < kD)
-        warp_mma<Lay::KM, Lay::KN, kC>(V, sm.ms, kLdC, sm.d_o, kLdD, pr, pc);
-      V.each_pair([&](int r, int col, float& x0, float& x1) {
-        store_bf16x2(sm.dnun + (pr + r) * kLdX + pc + col, -x0, -x1);
-      });
+      sm.bg[tid] = sm.beta[tid] * exp_ftz(sm.G[tid]);
     }
+    form_ms<kW>(sm.ms, sm.q, sm.k, sm.G, geo.scale, warp); // as bwd_scan
+    __syncthreads();
+    scale_columns<kT>(sm.a, sm.bg);
+    scale_q_rows<kT>(sm.q, sm.G, geo.scale);
+    Acc<32, 32> V; // dv_new = El .* (K X) (+ Ms^T do in dE's columns)
+    V.zero();
+    warp_mma<Lay::MK, Lay::KN, kD>(V, sm.k, kLdD, sm.x, kLdX, pr, pc);
+    V.each([&](int r, int, float& x) { x *= sm.el[pr + r]; });
+    if (pc < kD)
+      warp_mma<Lay::KM, Lay::KN, kC>(V, sm.ms, kLdC, sm.d_o, kLdD, pr, pc);
+    V.each_pair([&](int r, int col, float& x0, float& x1) {
+      store_bf16x2(sm.dnu + (pr + r) * kLdX + pc + col, x0, x1);
+    });
+    __syncthreads();
+    // w^T dv_new = K^T diag(beta exp(G)) A^T dv_new
+    lower_t_times(V, sm.a, sm.dnu, kLdX, pr, pc);
+    V.each_pair([&](int r, int col, float& x0, float& x1) {
+      store_bf16x2(sm.y + (pr + r) * kLdX + pc + col, -x0, -x1);
+    });
     __syncthreads();
     const float decay = exp_ftz(Gl);
     X.each([&](int, int, float& x) { x *= decay; });
     if (gradient)
       warp_mma<Lay::KM, Lay::KN, kC>(X, sm.q, kLdD, sm.d_o, kLdD, sr, sc);
-    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.w, kLdD, sm.dnun, kLdX, sr, sc);
+    warp_mma<Lay::KM, Lay::KN, kC>(X, sm.k, kLdD, sm.y, kLdX, sr, sc);
   }
   save_x(X, ws, at, sr, sc);
 }
@@ -296,21 +326,22 @@ std::string launch_combine(const Geo& geo, ScanGrid sg, const Workspace& ws, boo
 
 } // namespace
 
-std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const float* h0,
-                             cudaStream_t st) {
+std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             const float* h0, cudaStream_t st) {
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegFwdSmem))));
-  seg_fwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegFwdSmem), st>>>(geo, ws, h0);
+  seg_fwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegFwdSmem), st>>>(geo, ws, in,
+                                                                                     h0);
   QR_CUDA_TRY(cudaGetLastError());
   return launch_combine(geo, sg, ws, false, st);
 }
 
-std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> d_o,
-                             const float* dht, cudaStream_t st) {
+std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                             Ref<const bf16> d_o, const float* dht, cudaStream_t st) {
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegBwdSmem))));
-  seg_bwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegBwdSmem), st>>>(geo, ws, d_o,
-                                                                                     dht);
+  seg_bwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegBwdSmem), st>>>(
+      geo, ws, in.beta, d_o, dht);
   QR_CUDA_TRY(cudaGetLastError());
   return launch_combine(geo, sg, ws, true, st);
 }

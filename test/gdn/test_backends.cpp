@@ -31,6 +31,29 @@ size_t fused_context_bytes(const Shape& s) {
          (z >= 4 ? rounded(z * vh * d * d * 4) : 0);
 }
 
+// The fused workspace by its documented layout (fused.cuh, Workspace): the status word; in an
+// inference forward the context's qn, kn, G and A (a training forward keeps them in the saved
+// buffer, the self-contained backward in the workspace, with rstd, the stamp and the chunk map);
+// the backward's h, v_new and their gradients; a split row's segment states. No u, w or Ms: the
+// scans form them.
+size_t fused_workspace_bytes(const Shape& s, Pass p) {
+  const size_t nt = s.varlen() ? s.seq_len / 64 + s.sequences : (s.seq_len + 63) / 64;
+  const size_t tp = nt * 64, d = 128;
+  const size_t kh = size_t(s.batch) * s.key_heads, vh = size_t(s.batch) * s.value_heads;
+  const size_t z = std::min(128 / vh, nt / 16);
+  const bool bwd = p == Pass::bwd, split = z >= 4;
+  size_t bytes =
+      rounded(256) +
+      (bwd ? fused_context_bytes(s) - (split ? rounded(z * vh * d * d * 4) : 0)
+           : rounded(12 * 4) + (s.varlen() ? rounded(nt * 8) : 0) + 2 * rounded(kh * tp * d * 2) +
+                 rounded(vh * tp * 4) + rounded(vh * tp * 64 * 2));
+  if (bwd)
+    bytes += 2 * rounded(vh * nt * d * d * 2) + 2 * rounded(vh * tp * d * 2);
+  if (split) // end states, transitions, (bwd) the gradients leaving, the entering states
+    bytes += (bwd ? 4 : 3) * rounded(z * vh * d * d * 4);
+  return bytes;
+}
+
 std::unique_ptr<Backend> backend(const std::string& name) {
   for (auto& b : all_backends())
     if (b->name() == name)
@@ -66,6 +89,23 @@ TEST_CASE("fused keeps the documented context; reference and chunked keep none",
     REQUIRE(b);
     CHECK(b->saved_bytes(s35) == 0);
   }
+}
+
+TEST_CASE("fused's workspace holds no u, w or Ms", "[gdn]") {
+  const auto fused = backend("fused");
+  REQUIRE(fused);
+  for (const Shape& s : {Shape{4, 4096, 16, 32, 128, 128}, Shape{1, 4096, 16, 64, 128, 128},
+                         Shape{1, 16384, 16, 32, 128, 128}, Shape{2, 70, 2, 4, 128, 128},
+                         Shape{1, 4096, 16, 32, 128, 128, 100}})
+    for (const Pass p : {Pass::fwd, Pass::bwd}) {
+      INFO("B" << s.batch << " T" << s.seq_len << " Hv" << s.value_heads << " N" << s.sequences
+               << (p == Pass::bwd ? " bwd" : " fwd"));
+      CHECK(fused->workspace_bytes(s, p) == fused_workspace_bytes(s, p));
+    }
+  // 35B: the inference forward's workspace is its context (qn, kn, G, A), 203 MB; it held 539 MB
+  // with u, w and Ms.
+  CHECK(std::llround(double(fused->workspace_bytes(Shape{4, 4096, 16, 32, 128, 128}, Pass::fwd)) /
+                     1e6) == 203);
 }
 
 TEST_CASE("backends refuse what they cannot run", "[gdn]") {
