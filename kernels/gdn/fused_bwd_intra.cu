@@ -10,11 +10,12 @@
 // A = (I + L)^-1 come from fused_prep.cu's workspace instead of being recomputed. Each tile of the
 // next value head streams in (cp.async) as soon as its buffer is dead, and each head waits for its
 // tiles in the order it uses them; v reuses the dSL buffer, dw the v_new one, and A and dA swap
-// buffers every head. After an item's last head the tiles of the next item's first head, and its
-// q, k and rstd, stream in the same way, during the item's tail: the five 64 x 128 buffers rotate
-// their roles every item (IntraSmem::rows), so the next q and k land in the dead do and v_new
-// buffers while the tail still reads this item's q and k, and only the next v_new and dv_new wait
-// for the tail's end.
+// buffers every head. After an item's last head the tiles of the next item's first head (do, S0,
+// dSL, A) stream in the same way, during the item's tail, and so do its q and k, staged in the
+// dead v_new and dv_new buffers (the tail still reads this item's q and k) and copied into place
+// after the tail; only the next v_new and dv_new wait for that copy. Every buffer keeps a fixed
+// place, so the shared-memory addresses stay compile-time offsets of one base (runtime buffer
+// bases, tried first, cost 11% more instructions).
 //
 // Per value head, with S0 / dSL the state entering / gradient of the state leaving the chunk (from
 // the scans), nu / dnu = v_new and its gradient, D_ij = exp(G_i - G_j), Gm = exp(G), El = exp(Gl -
@@ -118,13 +119,12 @@ __device__ __forceinline__ void warp_mma_k(Acc<WM, WN>& acc, const bf16* A, int 
                            B + (LB == Lay::NK ? k0 : k0 * ldb), ldb, m0, n0);
 }
 
-// 225 KB, one CTA per SM.
+// 224.5 KB, one CTA per SM.
 struct IntraSmem {
-  // Five 64 x 128 tiles whose roles (q, k, do, v_new, dv_new: Role) rotate by two every work item
-  // (see Role), so that the next item's q and k load into this item's dead do and v_new buffers
-  // while its tail still reads q and k. q, k: normalised, shared by the group; v_new's buffer holds
-  // dw later.
-  bf16 rows[5][kC * kLdD];
+  bf16 q[kC * kLdD], k[kC * kLdD]; // normalised, shared by the group
+  bf16 d_o[kC * kLdD];
+  bf16 nu[kC * kLdD];                 // v_new, then dw; after the last head the next item's q
+  bf16 dnu[kC * kLdD];                // after the last head the next item's k
   bf16 s0[kD * kLdD], dsl[kD * kLdD]; // dsl: dSL, then v in its first 64 rows
   bf16 ab[2][kC * kLdC]; // A and dA, swapping roles every head; after the last head dQKs in one
   bf16 t2[kC * kLdC];    // dA A^T, per head; after the last head Psym
@@ -136,7 +136,7 @@ struct IntraSmem {
     } l2;
   } s;
   float G2[2][kC], gam[2][kC], el[2][kC], beta[2][kC]; // per head, by its parity; G2 = G log2(e)
-  float rq[2][kC], rk[2][kC];                          // per work item, by its parity
+  float rq[kC], rk[kC];
   // partial sums, per slot (see kSlots) or per warp: dG, dbeta, the two row dots with k (cl, cw),
   // <S0, dSL>. Each entry has one warp, fixed across heads, that updates it, and each head's first
   // update of it sets it, so only the entries that no warp updates need clearing (per item).
@@ -144,16 +144,12 @@ struct IntraSmem {
   float s0dsl[kWarps];
 };
 
-// The roles of IntraSmem::rows. Work item j of a CTA finds role r in rows[(r + 2 j) % 5]: the next
-// item's q, k, do take this item's do, v_new, dv_new buffers, and its v_new, dv_new this item's
-// q, k ones.
-enum Role { kQ, kK, kDo, kNu, kDnu };
-
-// A work item: chunk slot n of (batch row, key head) bk = b Hk + hk, tokens [t0, t0 + len). it =
-// its index n + NT bk; a CTA walks blockIdx.x, blockIdx.x + gridDim.x, ... skipping unused varlen
-// slots; it = the item count when there is none left.
+// A work item: chunk slot n of batch row b and key head hk, tokens [t0, t0 + len). it = its index
+// n + NT (b Hk + hk); a CTA walks blockIdx.x, blockIdx.x + gridDim.x, ... skipping unused varlen
+// slots; it = the item count when there is none left. b and hk are divided out once here: the
+// load addresses of every head use them.
 struct Item {
-  int it, n, bk, t0, len;
+  int it, n, b, hk, t0, len;
 };
 
 __global__ void __launch_bounds__(kIntraThreads, 1)
@@ -166,12 +162,12 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   const int items = geo.NT * geo.B * geo.Hk;
   auto item_from = [&](int it) {
     for (; it < items; it += gridDim.x) {
-      const int n = it % geo.NT, bk = it / geo.NT;
-      const Chunk ch = chunk_at(geo, ws, bk / geo.Hk, n);
+      const int n = it % geo.NT, bk = it / geo.NT, b = bk / geo.Hk;
+      const Chunk ch = chunk_at(geo, ws, b, n);
       if (ch.len > 0) // else an unused varlen slot: no tokens, no gradients
-        return Item{it, n, bk, ch.t0, ch.len};
+        return Item{it, n, b, bk - b * geo.Hk, ch.t0, ch.len};
     }
-    return Item{items, 0, 0, 0, 0};
+    return Item{items, 0, 0, 0, 0, 0};
   };
   Item cur = item_from(blockIdx.x);
   if (cur.it >= items)
@@ -193,13 +189,11 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   auto bfv = [](const bf16& x) { return __bfloat162float(x); };
 
   // The tiles of value head rr of an item's group, each issued as soon as its buffer is dead.
-  auto krow_of = [&](Item w) { return (size_t(w.bk) * geo.NT + w.n) * kC; };
-  auto head_of = [&](Item w, int rr) { return w.bk % geo.Hk * geo.group + rr; };
-  auto vrow_of = [&](Item w, int rr) {
-    return vrow(geo, w.bk / geo.Hk * geo.Hv + head_of(w, rr), w.n);
-  };
+  auto krow_of = [&](Item w) { return (size_t(w.b * geo.Hk + w.hk) * geo.NT + w.n) * kC; };
+  auto head_of = [&](Item w, int rr) { return w.hk * geo.group + rr; };
+  auto vrow_of = [&](Item w, int rr) { return vrow(geo, w.b * geo.Hv + head_of(w, rr), w.n); };
   auto st_of = [&](Item w, int rr) {
-    return (size_t(w.bk / geo.Hk * geo.Hv + head_of(w, rr)) * geo.NT + w.n) * kD * kD;
+    return (size_t(w.b * geo.Hv + head_of(w, rr)) * geo.NT + w.n) * kD * kD;
   };
   auto issue_q = [&](Item w, bf16* dst) {
     load_tile_async<kC, kD, kIntraThreads>(dst, kLdD, ws.qn + krow_of(w) * kD, kD);
@@ -207,27 +201,26 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   auto issue_k = [&](Item w, bf16* dst) {
     load_tile_async<kC, kD, kIntraThreads>(dst, kLdD, ws.kn + krow_of(w) * kD, kD);
   };
-  auto issue_rstd = [&](Item w, int parity) { // 16-byte pieces: 16 threads each
+  auto issue_rstd = [&](Item w) { // 16-byte pieces: 16 threads each
     if (tid < kC / 2) {
       const bool second = tid >= kC / 4;
       const int e = 4 * (tid % (kC / 4));
-      cp_async16((second ? sm.rk : sm.rq)[parity] + e, (second ? ws.rk : ws.rq) + krow_of(w) + e,
-                 true);
+      cp_async16((second ? sm.rk : sm.rq) + e, (second ? ws.rk : ws.rq) + krow_of(w) + e, true);
     }
   };
-  auto issue_do = [&](Item w, int rr, bf16* dst) {
-    load_tile_async<kC, kD, kIntraThreads>(dst, kLdD, d_o.at(w.bk / geo.Hk, w.t0, head_of(w, rr)),
-                                           d_o.st, w.len);
+  auto issue_do = [&](Item w, int rr) {
+    load_tile_async<kC, kD, kIntraThreads>(sm.d_o, kLdD, d_o.at(w.b, w.t0, head_of(w, rr)), d_o.st,
+                                           w.len);
   };
   auto issue_v = [&](Item w, int rr) {
-    load_tile_async<kC, kD, kIntraThreads>(
-        sm.dsl, kLdD, in.v.at(w.bk / geo.Hk, w.t0, head_of(w, rr)), in.v.st, w.len);
+    load_tile_async<kC, kD, kIntraThreads>(sm.dsl, kLdD, in.v.at(w.b, w.t0, head_of(w, rr)),
+                                           in.v.st, w.len);
   };
-  auto issue_nu = [&](Item w, int rr, bf16* dst) {
-    load_tile_async<kC, kD, kIntraThreads>(dst, kLdD, ws.nu + vrow_of(w, rr) * kD, kD);
+  auto issue_nu = [&](Item w, int rr) {
+    load_tile_async<kC, kD, kIntraThreads>(sm.nu, kLdD, ws.nu + vrow_of(w, rr) * kD, kD);
   };
-  auto issue_dnu = [&](Item w, int rr, bf16* dst) {
-    load_tile_async<kC, kD, kIntraThreads>(dst, kLdD, ws.dnu + vrow_of(w, rr) * kD, kD);
+  auto issue_dnu = [&](Item w, int rr) {
+    load_tile_async<kC, kD, kIntraThreads>(sm.dnu, kLdD, ws.dnu + vrow_of(w, rr) * kD, kD);
   };
   auto issue_s0 = [&](Item w, int rr) {
     load_tile_async<kD, kD, kIntraThreads>(sm.s0, kLdD, ws.h + st_of(w, rr), kD);
@@ -244,41 +237,44 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       const size_t row0 = vrow_of(w, rr);
       nG = ws.G[row0 + tid];
       nGl = ws.G[row0 + kC - 1];
-      nbeta = tid < w.len ? bfv(*in.beta.at(w.bk / geo.Hk, w.t0 + tid, head_of(w, rr))) : 0.f;
+      nbeta = tid < w.len ? bfv(*in.beta.at(w.b, w.t0 + tid, head_of(w, rr))) : 0.f;
     }
   };
 
-  // Commit groups, oldest first, as an item's first head and its start wait for them: {q, rstd},
-  // {S0}, {k, dSL}, {do, A}, {v_new, dv_new} (the first item: the first three hold just q, k and
-  // the rstd, the fourth do and S0); a later head's: {do}, {S0}, {v_new, dSL}, {dv_new, A}.
-  int rot = 0, par = 0, ip = 0; // the rows' rotation (2 j % 5), A's buffer, the rstd's
-  auto tile = [&](Role r) { return sm.rows[(r + rot) % 5]; };
-  issue_q(cur, tile(kQ));
-  issue_k(cur, tile(kK));
-  issue_rstd(cur, ip);
+  // Commit groups, oldest first, as the first item's start and first head wait for them: {q, k,
+  // rstd}, {do, S0}, {v_new, dSL, dv_new, A}; a later head's: {do}, {S0}, {v_new, dSL},
+  // {dv_new, A}; a later item's first head's: {do}, {S0}, {q, dSL}, {k, A} (all complete at the
+  // end of the previous item), then {v_new, dv_new, rstd} from the item's start.
+  int par = 0; // A's buffer
+  issue_q(cur, sm.q);
+  issue_k(cur, sm.k);
+  issue_rstd(cur);
   cp_async_commit();
-  cp_async_commit();
-  cp_async_commit();
-  issue_do(cur, 0, tile(kDo));
+  issue_do(cur, 0);
   issue_s0(cur, 0);
   cp_async_commit();
-  issue_nu(cur, 0, tile(kNu));
+  issue_nu(cur, 0);
   issue_dsl(cur, 0);
-  issue_dnu(cur, 0, tile(kDnu));
+  issue_dnu(cur, 0);
   issue_a(cur, 0, sm.ab[par]);
   cp_async_commit();
   load_scalars(cur, 0);
 
   Acc<16, 32> dq, dk, X;
-  for (;;) {
+  for (bool first = true;; first = false) {
     const Item nxt = item_from(cur.it + gridDim.x);
     const bool more = nxt.it < items;
-    const int b = cur.bk / geo.Hk, hk = cur.bk % geo.Hk, t0 = cur.t0, L = cur.len;
-    const bf16 *const q = tile(kQ), *const k = tile(kK);
-    bf16 *const sdo = tile(kDo), *const nu = tile(kNu), *const dnu = tile(kDnu);
+    const int b = cur.b, hk = cur.hk, t0 = cur.t0, L = cur.len;
+    const bf16 *const q = sm.q, *const k = sm.k;
     cp_async_wait<2>();
-    __syncthreads(); // q, k and their rstd have landed
-    {                // raw Q K^T and K K^T, once per item; the sums start at zero
+    __syncthreads(); // q and k have landed (a later item: are copied into place)
+    if (!first) {    // the staging buffers are read: this item's v_new, dv_new and rstd
+      issue_nu(cur, 0);
+      issue_dnu(cur, 0);
+      issue_rstd(cur);
+    }
+    cp_async_commit();
+    { // raw Q K^T and K K^T, once per item; the sums start at zero
       Acc<16, 16> a1, a2;
       a1.zero();
       a2.zero();
@@ -313,7 +309,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         el[tid] = __expf(nGl - nG);
         beta[tid] = nbeta;
       }
-      if (rr == 0)
+      if (rr == 0) // a later item's do and S0 landed with its q and k
         cp_async_wait<1>();
       else
         cp_async_wait<2>();
@@ -321,7 +317,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
 
       // dq += scale Gm .* (do S0^T); dG += row dots with q
       X.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(X, sdo, kLdD, sm.s0, kLdD, m0, n0);
+      warp_mma<Lay::MK, Lay::NK, kD>(X, sm.d_o, kLdD, sm.s0, kLdD, m0, n0);
       X.each([&](int r, int, float& x) { x *= geo.scale * gam[m0 + r]; });
       add_row_dots<true>(X, m0, n0, sm.dG, rs, q, kLdD);
       dq.add(X);
@@ -332,14 +328,14 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       __syncthreads(); // v_new and dSL have landed
       // dk += El .* (nu dSL^T); the row dots with k go to cl (dG_i -= cl_i, dG_last += sum cl)
       X.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(X, nu, kLdD, sm.dsl, kLdD, m0, n0);
+      warp_mma<Lay::MK, Lay::NK, kD>(X, sm.nu, kLdD, sm.dsl, kLdD, m0, n0);
       X.each([&](int r, int, float& x) { x *= el[m0 + r]; });
       add_row_dots<true>(X, m0, n0, sm.cl, rs, k, kLdD);
       dk.add(X);
       if (!upper) { // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
         Acc<16, 16> a;
         a.zero();
-        warp_mma<Lay::MK, Lay::NK, kD>(a, sdo, kLdD, nu, kLdD, m0, nn);
+        warp_mma<Lay::MK, Lay::NK, kD>(a, sm.d_o, kLdD, sm.nu, kLdD, m0, nn);
         a.each_pair([&](int r, int c, float& x0, float& x1) {
           const int i = m0 + r, j = nn + c;
           const float gi = G2[i];
@@ -382,21 +378,17 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       __syncthreads(); // dv_new and A have landed; do, v_new and dSL are dead
       issue_v(cur, rr);
       cp_async_commit();
-      if (next)
-        issue_do(cur, rr + 1, sdo);
-      else if (more) { // the next item's q and rstd
-        issue_q(nxt, sdo);
-        issue_rstd(nxt, ip ^ 1);
-      }
+      if (then)
+        issue_do(then_item, then_rr);
       cp_async_commit();
       // dw = -dnu S0^T, kept in the v_new buffer
       X.zero();
-      warp_mma<Lay::MK, Lay::NK, kD>(X, dnu, kLdD, sm.s0, kLdD, m0, n0);
+      warp_mma<Lay::MK, Lay::NK, kD>(X, sm.dnu, kLdD, sm.s0, kLdD, m0, n0);
       X.each([](int, int, float& x) { x = -x; });
-      store_acc_bf16(X, nu + m0 * kLdD + n0, kLdD);
+      store_acc_bf16(X, sm.nu + m0 * kLdD + n0, kLdD);
       // dv = beta .* (A^T dnu)
       X.zero();
-      warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, dnu, kLdD, m0, n0, m0, kC);
+      warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.dnu, kLdD, m0, n0, m0, kC);
       X.each([&](int r, int, float& x) { x *= beta[m0 + r]; });
       store_acc_bf16(X, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
       cp_async_wait<1>();
@@ -411,8 +403,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         Acc<16, 16> a1, a2;
         a1.zero();
         a2.zero();
-        warp_mma<Lay::MK, Lay::NK, kD>(a1, dnu, kLdD, sm.dsl, kLdD, m0, nn);
-        warp_mma<Lay::MK, Lay::NK, kD>(a2, nu, kLdD, k, kLdD, m0, nn);
+        warp_mma<Lay::MK, Lay::NK, kD>(a1, sm.dnu, kLdD, sm.dsl, kLdD, m0, nn);
+        warp_mma<Lay::MK, Lay::NK, kD>(a2, sm.nu, kLdD, k, kLdD, m0, nn);
         add_col_dots<true>(a1, m0, nn, sm.dB, cs, A, kLdC);
         a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
           const int i = m0 + r, j = nn + c;
@@ -422,15 +414,15 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       }
       // dk += beta Gm .* (A^T dw); the row dots with k go to cw
       X.zero();
-      warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, nu, kLdD, m0, n0, m0, kC);
+      warp_mma_k<Lay::KM, Lay::KN>(X, A, kLdC, sm.nu, kLdD, m0, n0, m0, kC);
       add_row_dots<true>(X, m0, n0, sm.cw, rs, k, kLdD);
       X.each([&](int r, int, float& x) { x *= beta[m0 + r] * gam[m0 + r]; });
       dk.add(X);
       __syncthreads(); // v and dw are dead
       if (next)
-        issue_nu(cur, rr + 1, nu);
-      else if (more) // the next item's k
-        issue_k(nxt, nu);
+        issue_nu(cur, rr + 1);
+      else if (more) // the next item's q, staged in the dead v_new buffer
+        issue_q(nxt, sm.nu);
       if (then)
         issue_dsl(then_item, then_rr);
       cp_async_commit();
@@ -442,9 +434,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       }
       __syncthreads(); // dv_new and dA are dead
       if (next)
-        issue_dnu(cur, rr + 1, dnu);
-      else if (more) // the next item's do
-        issue_do(nxt, 0, dnu);
+        issue_dnu(cur, rr + 1);
+      else if (more) // the next item's k, staged in the dead dv_new buffer
+        issue_k(nxt, sm.dnu);
       if (then) {
         issue_a(then_item, then_rr, dA);
         load_scalars(then_item, then_rr);
@@ -529,7 +521,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       }
     }
 
-    // The item's tail, while the next item's q, k, S0, dSL, do, A stream in. dq += dQKs k,
+    // The item's tail, while the next item's do, S0, q, dSL, k, A stream in. dq += dQKs k,
     // dk += dQKs^T q + Psym k with dQKs = sum dQK (into the last head's A buffer) and
     // Psym = sum (dP + dP^T) (into t2)
     bf16 *const dqks = sm.ab[par ^ 1], *const psym = sm.t2;
@@ -579,22 +571,22 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
           x1 = rs * (x1 - y.y * d);
         });
       };
-      l2_bwd(dq, q, sm.s.l2.dotq, sm.rq[ip]);
-      l2_bwd(dk, k, sm.s.l2.dotk, sm.rk[ip]);
+      l2_bwd(dq, q, sm.s.l2.dotq, sm.rq);
+      l2_bwd(dk, k, sm.s.l2.dotk, sm.rk);
     }
-    __syncthreads(); // q and k are dead: the next item's v_new and dv_new take their buffers
-    if (more) {
-      issue_nu(nxt, 0, tile(kQ));
-      issue_dnu(nxt, 0, tile(kK));
-    }
-    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads(); // q, k and the rstd are dead; the next item's q and k have landed
+    if (more)        // into place (16-byte pieces); the next item's start waits for this
+      for_each_piece<kC, kD, kIntraThreads>([&](int r, int c) {
+        const int e = r * kLdD + c;
+        *reinterpret_cast<uint4*>(sm.q + e) = *reinterpret_cast<const uint4*>(sm.nu + e);
+        *reinterpret_cast<uint4*>(sm.k + e) = *reinterpret_cast<const uint4*>(sm.dnu + e);
+      });
     store_acc_bf16(dq, dq_out.at(b, t0 + m0, hk) + n0, dq_out.st, L - m0);
     store_acc_bf16(dk, dk_out.at(b, t0 + m0, hk) + n0, dk_out.st, L - m0);
     if (!more)
       return;
     cur = nxt;
-    rot = (rot + 2) % 5;
-    ip ^= 1;
   }
 }
 
