@@ -20,9 +20,9 @@
 //   bwd_scan (reverse), with dS the gradient of the state leaving the chunk, Ms formed per chunk:
 //     dv_new = Ms^T do + diag(El) K dS
 //     dS = exp(Gl) dS + (scale diag(Gm) Q)^T do - K^T (diag(beta Gm) A^T dv_new)   (w^T dv_new)
-//   bwd_intra (fused_bwd_intra.cu, one CTA per (chunk, key head), looping over the group's value
-//   heads): every gradient from h_n, dh_n, v_new, dv_new and the stored A, as in
-//   chunked_bwd_intra.cu, without re-normalising q, k or re-inverting.
+//   bwd_intra (fused_bwd_intra.cu, persistent CTAs walking the (chunk, key head) items, looping
+//   over the group's value heads): every gradient from h_n, dh_n, v_new, dv_new and the stored A,
+//   as in chunked_bwd_intra.cu, without re-normalising q, k or re-inverting.
 //
 // The context (Workspace, "context" fields) is what a training forward leaves for the backward,
 // FLA's set: qn, kn, their rstd, G, A (and the stamp, the varlen chunk map). With it the backward

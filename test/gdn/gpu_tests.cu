@@ -547,9 +547,12 @@ int main(int argc, char** argv) {
                      // fused's backward scans side by side at 128 columns (2 x 48 CTAs; the
                      // 64-column grid, 2 x 96, would not fit one wave of an H200)
                      {shape(1, 300, 4, 48), true, true},
-                     {shape(1, 8200, 2, 4), true, true},     // fused: 8 segments
-                     {shape(2, 5000, 1, 3), false, true},    // fused: 4 segments per batch row
-                     {shape(1, 16384, 16, 32), true, true}}, // fused: 4 segments, 128 columns
+                     {shape(1, 8200, 2, 4), true, true},    // fused: 8 segments
+                     {shape(2, 5000, 1, 3), false, true},   // fused: 4 segments per batch row
+                     {shape(1, 16384, 16, 32), true, true}, // fused: 4 segments, 128 columns
+                     // fused's bwd_intra: 195 work items of one value head each for 132 SMs, so
+                     // a CTA's second item streams in during its first one's tail
+                     {shape(3, 4100, 1, 1), true, true}},
                     bes, "agreement");
     fd_suite(bes);
     agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100
