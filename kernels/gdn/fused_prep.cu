@@ -1,5 +1,6 @@
 // Fused GDN, the parallel stage: FLA's context of one 64-token chunk, one CTA per (chunk, key
-// head) looping over the group's value heads, two CTAs per SM. Two modes (Prep): inference, and a
+// head) looping over the group's value heads, three CTAs per SM (56 KB of shared memory and at
+// most 85 registers each: 2-5% faster forward than two). Two modes (Prep): inference, and a
 // training forward's that also writes the rest of the context (the self-contained backward runs it
 // too).
 //
@@ -47,7 +48,7 @@ size_t prep_smem(int group) {
 }
 
 template <Prep kMode>
-__global__ void __launch_bounds__(kThreads, 2) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
+__global__ void __launch_bounds__(kThreads, 3) prep_kernel(Geo geo, FwdInputs in, Workspace ws) {
   constexpr bool kContext = kMode == Prep::context;
   extern __shared__ __align__(16) char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
