@@ -233,14 +233,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int e = 0; e < 2; ++e)
         if (2 * lane + e == L - 1)
           d[e] += cl_sum + sm.gam[kC - 1] * sum_parts(sm.s0dsl, 0);
-      float x = d[0] + d[1];
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const float y = __shfl_down_sync(0xffffffffu, x, o);
-        if (lane + o < 32)
-          x += y;
-      }
-      const float dg[2] = {x, x - d[0]};
+      float dg[2];
+      reverse_cumsum_pairs(d, lane, dg);
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int i = 2 * lane + e;

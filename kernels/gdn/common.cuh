@@ -127,6 +127,21 @@ __device__ __forceinline__ float column_sum(float x) {
   return x;
 }
 
+// The reverse cumsum of a chunk's 64 values held two per lane (lane l: entries 2l, 2l + 1): out[e]
+// = the sum of entries 2 lane + e .. 63 (dg from dG).
+__device__ __forceinline__ void reverse_cumsum_pairs(const float (&d)[2], int lane,
+                                                     float (&out)[2]) {
+  float x = d[0] + d[1];
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y = __shfl_down_sync(0xffffffffu, x, o);
+    if (lane + o < 32)
+      x += y;
+  }
+  out[0] = x;
+  out[1] = x - d[0];
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -300,22 +300,30 @@ __device__ __forceinline__ void store_tile(bf16* dst, int64_t ld_dst, const bf16
   });
 }
 
+// Eight bf16 in shared memory (16 bytes) times factors, in place, each product rounded to bf16
+// once: the pair j (elements 2j, 2j + 1) by f(j).x and f(j).y.
+template <class Factors>
+__device__ __forceinline__ void scale_piece(bf16* p, Factors f) {
+  uint4* const at = reinterpret_cast<uint4*>(p);
+  uint4 x = *at;
+  uint32_t* const y = reinterpret_cast<uint32_t*>(&x);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 t = bf16x2_to_float2(y[j]);
+    const float2 s = f(j);
+    const __nv_bfloat162 z = __floats2bfloat162_rn(t.x * s.x, t.y * s.y);
+    y[j] = *reinterpret_cast<const uint32_t*>(&z);
+  }
+  *at = x;
+}
+
 // The backward scans' Q operand: the chunk's q rows (row stride kLdD, in shared memory) times
 // scale exp(G_i), in place, by the CTA's THREADS threads, 8 columns at a time.
 template <int THREADS>
 __device__ __forceinline__ void scale_q_rows(bf16* q, const float* G, float scale) {
   for_each_piece<kC, kD, THREADS>([&](int i, int c) {
     const float f = scale * exp_ftz(G[i]);
-    uint4* const at = reinterpret_cast<uint4*>(q + i * kLdD + c);
-    uint4 x = *at;
-    uint32_t* const y = reinterpret_cast<uint32_t*>(&x);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 t = bf16x2_to_float2(y[j]);
-      const __nv_bfloat162 z = __floats2bfloat162_rn(t.x * f, t.y * f);
-      y[j] = *reinterpret_cast<const uint32_t*>(&z);
-    }
-    *at = x;
+    scale_piece(q + i * kLdD + c, [&](int) { return make_float2(f, f); });
   });
 }
 
@@ -332,16 +340,8 @@ __device__ __forceinline__ float beta_of(const Ref<const bf16>& beta, const Chun
 template <int THREADS>
 __device__ __forceinline__ void scale_columns(bf16* a, const float* f) {
   for_each_piece<kC, kC, THREADS>([&](int i, int c) {
-    uint4* const at = reinterpret_cast<uint4*>(a + i * kLdC + c);
-    uint4 x = *at;
-    uint32_t* const y = reinterpret_cast<uint32_t*>(&x);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 t = bf16x2_to_float2(y[j]);
-      const __nv_bfloat162 z = __floats2bfloat162_rn(t.x * f[c + 2 * j], t.y * f[c + 2 * j + 1]);
-      y[j] = *reinterpret_cast<const uint32_t*>(&z);
-    }
-    *at = x;
+    scale_piece(a + i * kLdC + c,
+                [&](int j) { return make_float2(f[c + 2 * j], f[c + 2 * j + 1]); });
   });
 }
 // X = L x and X = L^T x for the warp's 32-row tile at (r0, c0) (L x also for a 64-row tile, r0 =
