@@ -24,12 +24,15 @@ int sm_count(int dev, std::string& e) {
   return sms;
 }
 
+// The forward's scan grid; on an sm_90 device its scan is the warp-specialised Hopper one.
 std::string grid(const Geo& geo, ScanGrid& sg) {
-  int dev = 0;
+  int dev = 0, major = 0;
   QR_CUDA_TRY(cudaGetDevice(&dev));
   std::string e;
   const int sms = sm_count(dev, e);
+  QR_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   sg = scan_grid(geo, sms);
+  sg.hopper = major == 9;
   return e;
 }
 

@@ -276,6 +276,31 @@ __device__ __forceinline__ bool stamp_ok(const Geo& g, const Workspace& ws) {
   return !bad;
 }
 
+template <class T>
+__device__ __forceinline__ T* offset(T* p, size_t i) {
+  return p ? p + i : nullptr;
+}
+
+// The warp's first element of value head h's state of chunk c's sequence (or batch row) in an
+// fp32 [*, Hv, Dk, Dv] state tensor (nullable), `tile` = the element's offset inside one state.
+template <class T>
+__device__ __forceinline__ T* state_of(T* p, const Geo& geo, const Chunk& c, int h, int tile) {
+  return offset(p, (size_t(c.state) * geo.Hv + h) * kD * kD + tile);
+}
+
+// The split scans' fp32 [Dk, Dv] state of segment blockIdx.z of (b, value head) bh, from
+// ws.seg_fwd_in or, backward, ws.seg_in (fused_split.cu).
+__device__ __forceinline__ const float* segment_state(const float* seg, int bh, int tile) {
+  return seg + (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD + tile;
+}
+// The state a scan CTA starts from at its first slot c: the sequence's initial state (or zero)
+// when c starts one, else (split) the true state entering the segment.
+__device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk& c, const float* h0,
+                                                    const float* entering, int bh, int h,
+                                                    int tile) {
+  return c.first || !entering ? state_of(h0, geo, c, h, tile) : segment_state(entering, bh, tile);
+}
+
 // A chunk's 64 G values (fp32) into shared memory by cp.async (the scans' stages).
 __device__ __forceinline__ void load_G(float* dst, const float* src) {
   if (threadIdx.x < kC / 4)
@@ -393,6 +418,7 @@ __device__ __forceinline__ void form_ms(bf16* ms, const bf16* q, const bf16* k, 
 struct ScanGrid {
   int bv, groups;
   bool split;
+  bool hopper = false; // an sm_90 device: the forward scan is fused_scan_hopper.cu's
 };
 ScanGrid scan_grid(const Geo& geo, int sm_count);
 
@@ -403,6 +429,11 @@ std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws
                         cudaStream_t st);
 std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                             const float* h0, Ref<bf16> o, float* ht, cudaStream_t st);
+// The warp-specialised wgmma forward scan (fused_scan_hopper.cu; sm_90a), from the split's
+// entering states when given (launch_fwd_scan runs the split first).
+std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                   const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
+                                   const float* entering, cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, bool states_saved, cudaStream_t st);

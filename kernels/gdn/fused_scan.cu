@@ -81,31 +81,6 @@ __device__ __forceinline__ void save_state(Acc<32, SN>& S, float* at) {
     S.each([&](int r, int c, float& x) { at[r * kD + c] = x; });
 }
 
-template <class T>
-__device__ __forceinline__ T* offset(T* p, size_t i) {
-  return p ? p + i : nullptr;
-}
-
-// The warp's first element of value head h's state of chunk c's sequence (or batch row) in an
-// fp32 [*, Hv, Dk, Dv] state tensor (nullable), `tile` = the element's offset inside one state.
-template <class T>
-__device__ __forceinline__ T* state_of(T* p, const Geo& geo, const Chunk& c, int h, int tile) {
-  return offset(p, (size_t(c.state) * geo.Hv + h) * kD * kD + tile);
-}
-
-// The split scans' fp32 [Dk, Dv] state of segment blockIdx.z of (b, value head) bh, from
-// ws.seg_fwd_in or, backward, ws.seg_in (fused_split.cu).
-__device__ __forceinline__ const float* segment_state(const float* seg, int bh, int tile) {
-  return seg + (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD + tile;
-}
-// The state a scan CTA starts from at its first slot c: the sequence's initial state (or zero)
-// when c starts one, else (split) the true state entering the segment.
-__device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk& c, const float* h0,
-                                                    const float* entering, int bh, int h,
-                                                    int tile) {
-  return c.first || !entering ? state_of(h0, geo, c, h, tile) : segment_state(entering, bh, tile);
-}
-
 template <int BV>
 struct FwdStage {
   bf16 q[kC * kLdD], k[kC * kLdD];
@@ -478,6 +453,8 @@ std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
     if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
+  if (sg.hopper)
+    return launch_fwd_scan_hopper(geo, sg, ws, in, h0, o, ht, entering, st);
   return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
                                in, h0, o, ht, entering)
                       : launch(fwd_scan_kernel<64, 16>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,

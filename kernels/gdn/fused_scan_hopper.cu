@@ -1,0 +1,347 @@
+// Fused GDN, the forward scan on Hopper (sm_90a): warp-specialised, every product on wgmma
+// (hopper_wgmma.cuh). One CTA per (64 NS value columns, value head), walking its chunks in order
+// as fused_scan.cu's fwd_scan does, with the same algebra (fused.cuh) and results; the roles run
+// side by side and hand tiles over through shared memory:
+//
+//   producer warpgroup     chunk n's q, k, A, v slice, G, beta into stage n % kStages by
+//                          cp.async; signals full[stage]; refills a stage once empty[stage] says
+//                          every consumer is done with it.
+//   state warpgroup s      the 128 x 64 fp32 state S of value columns [64 s, 64 s + 64) in
+//   (s < NS, 4 warps)      registers (two m64n64 accumulators, Dk rows 0-63 and 64-127). The
+//                          critical path, per chunk:
+//                            S -> bf16 Sb_s                                      (hands on: SB)
+//                            X = diag(beta) (V - diag(exp(G)) K Sb_s) -> Xs_s     8 k-steps
+//                            v_new = A Xs_s -> Vn_s, El .* v_new -> Es_s          4 k-steps (VN)
+//                            S = exp(Gl) S + K^T Es_s                             2 x 4 k-steps
+//   output warpgroup       Ms = scale lowerIncl(Q K^T .* D) (state-free, so it runs while the
+//   (4 warps)              state warpgroups form Sb), then per slice o = scale diag(exp(G)) Q Sb_s
+//                          + Ms Vn_s, to global.
+//
+// Hand-offs between a state warpgroup s and the output warpgroup are named-barrier pairs, each
+// generation of one held back by its partner (so neither side can lap the other): SB_s / VN_s
+// (state arrives once Sb_s / Vn_s are written, output syncs before reading them) and SB_FREE_s /
+// VN_FREE_s (output arrives once its products have read them, state syncs before overwriting;
+// pre-arrived once). Stages are mbarrier rings. Products read shared memory through the async
+// proxy, so every writer fences (fence_async) before the barrier that publishes its tiles.
+//
+// Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (128
+// columns, two stages: 204 KB of shared memory) where the (batch, value head) pairs fill the GPU,
+// else NS = 1 (three stages, 197 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
+// producer 56 registers and the consumers the rest (152 / 224). Varlen restarts, split segments and
+// the final states as there. Built for sm_90a only; the launcher picks it on sm_90 devices.
+#include "fused.cuh"
+#include "hopper_wgmma.cuh"
+
+namespace qr::gdn::fused {
+namespace {
+
+using hopper::bar_arrive;
+using hopper::bar_sync;
+using hopper::fence_async;
+using hopper::Frag;
+using hopper::MBarrier;
+using hopper::Tile;
+
+template <int NS>
+constexpr int kStagesOf = NS == 2 ? 2 : 3;
+
+template <int NS>
+struct alignas(1024) HopperFwdStage {
+  bf16 q[kC * kD], k[kC * kD], a[kC * kC], v[kC * 64 * NS];
+  float G[kC], beta[kC];
+  Chunk chunk;
+};
+
+template <int NS>
+struct alignas(1024) HopperFwdSmem {
+  HopperFwdStage<NS> st[kStagesOf<NS>];
+  bf16 sb[kD * 64 * NS]; // entering state, bf16 (block s: slice s)
+  bf16 xs[kC * 64 * NS]; // diag(beta) (V - exp(G) .* (K S))
+  bf16 vn[kC * 64 * NS]; // v_new
+  bf16 es[kC * 64 * NS]; // El .* v_new
+  bf16 ms[kC * kC];      // Ms
+  MBarrier full[kStagesOf<NS>], empty[kStagesOf<NS>];
+};
+// 204 KB at NS = 2, 197 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
+static_assert(sizeof(HopperFwdSmem<2>) + 1024 <= 227 * 1024 &&
+              sizeof(HopperFwdSmem<1>) + 1024 <= 227 * 1024);
+
+#if QR_GDN_WGMMA // the device code below exists for sm_90a only
+// Named barrier ids: slice s's four hand-offs at 1 + 4 s + the HandOff, then one per warpgroup
+// for its own tiles (ids 9 ..).
+enum HandOff { kSb, kSbFree, kVn, kVnFree };
+__device__ __forceinline__ int bar_id(int s, HandOff k) {
+  return 1 + 4 * s + k;
+}
+__device__ __forceinline__ int bar_group(int wg) {
+  return 9 + wg;
+}
+constexpr int kPair = 256; // a state warpgroup and the output warpgroup
+constexpr int kGroup = 128;
+
+// The fp32 state at `at` (row stride kD; nullable: zero) into / out of a state warpgroup's two
+// accumulators (Dk rows 0-63, 64-127; this warpgroup's 64 columns start at `at`).
+__device__ __forceinline__ void load_state(Frag (&S)[2], const float* at) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+    S[m].zero();
+    if (at)
+      hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+        const float2 v = *reinterpret_cast<const float2*>(at + (64 * m + r) * kD + c);
+        x0 = v.x;
+        x1 = v.y;
+      });
+  }
+}
+__device__ __forceinline__ void save_state(Frag (&S)[2], float* at) {
+  if (!at)
+    return;
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+    hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+      *reinterpret_cast<float2*>(at + (64 * m + r) * kD + c) = make_float2(x0, x1);
+    });
+}
+
+// Waits for every product in flight, then releases all of the slices' accumulators.
+template <int NS>
+__device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
+  if constexpr (NS == 2)
+    hopper::mma_wait(P[0], P[1]);
+  else
+    hopper::mma_wait(P[0]);
+}
+
+#endif
+
+template <int NS>
+__global__ void __launch_bounds__(128 * (NS + 2), 1)
+    fwd_scan_hopper_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, Ref<bf16> o,
+                           float* ht, const float* entering) {
+#if QR_GDN_WGMMA
+  constexpr int kStages = kStagesOf<NS>, BV = 64 * NS;
+  // registers per thread by role (setmaxnreg): the producer needs few; the 128 x 64 fp32 state
+  // and a 64 x 64 product (or the output's two 64 x 64 products) take 96-128 of the consumers'
+  constexpr int kProducerRegs = 56, kConsumerRegs = NS == 2 ? 152 : 224;
+  static_assert(kProducerRegs + (NS + 1) * kConsumerRegs <= 65536 / 128);
+  extern __shared__ char smem_raw[];
+  HopperFwdSmem<NS>& sm = *reinterpret_cast<HopperFwdSmem<NS>*>(
+      smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024));
+  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int warp = threadIdx.x / 32, wg = warp / 4;
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
+  if (slots.x >= slots.y)
+    return;
+  const int chunks = slots.y - slots.x;
+  if (threadIdx.x == 0)
+    for (int i = 0; i < kStages; ++i) {
+      sm.full[i].init(128);
+      sm.empty[i].init(128 * (NS + 1));
+    }
+  __syncthreads();
+
+  auto stage = [&](int i) -> HopperFwdStage<NS>& { return sm.st[i % kStages]; };
+  auto q_tile = [&](int i) { return Tile<kC, kD>{stage(i).q}; };
+  auto k_tile = [&](int i) { return Tile<kC, kD>{stage(i).k}; };
+
+  if (wg == NS + 1) { // producer warpgroup
+    hopper::set_max_registers<kProducerRegs, false>();
+    const int id = threadIdx.x % 128;
+    for (int i = 0; i < chunks; ++i) {
+      const int n = slots.x + i;
+      if (i >= kStages)
+        sm.empty[i % kStages].wait((i / kStages + 1) & 1);
+      HopperFwdStage<NS>& s = stage(i);
+      const Chunk c = chunk_at(geo, ws, b, n);
+      const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
+      hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
+      hopper::load_tile<128>(k_tile(i), ws.kn + krow0 * kD, kD, kC, id);
+      hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
+      hopper::load_tile<128>(Tile<kC, BV>{s.v}, in.v.at(c.b, c.t0, h) + v0, in.v.st, c.len, id);
+      if (id < kC / 4)
+        cp_async16(s.G + 4 * id, ws.G + row0 + 4 * id, true);
+      cp_async_commit();
+      const float beta =
+          id < c.len && id < kC ? __bfloat162float(*in.beta.at(c.b, c.t0 + id, h)) : 0.f;
+      if (id == 0)
+        s.chunk = c;
+      cp_async_wait<0>();
+      if (id < kC)
+        s.beta[id] = beta;
+      fence_async();
+      sm.full[i % kStages].arrive();
+    }
+    return;
+  }
+
+  hopper::set_max_registers<kConsumerRegs, true>();
+  if (wg < NS) { // state warpgroup of slice `wg`
+    const int sl = wg;
+    const Tile<kD, 64> sb = Tile<kD, BV>{sm.sb}.block(sl);
+    const Tile<kC, 64> xs = Tile<kC, BV>{sm.xs}.block(sl), vn = Tile<kC, BV>{sm.vn}.block(sl),
+                       es = Tile<kC, BV>{sm.es}.block(sl);
+    const int col0 = v0 + 64 * sl; // this slice's first column in the state tensors
+    Frag S[2];
+    {
+      const Chunk c0 = chunk_at(geo, ws, b, slots.x);
+      const float* at = entry_state(geo, c0, h0, entering, bh, h, 0);
+      load_state(S, at ? at + col0 : nullptr);
+    }
+    for (int i = 0; i < chunks; ++i) {
+      HopperFwdStage<NS>& s = stage(i);
+      sm.full[i % kStages].wait((i / kStages) & 1);
+      const Chunk cur = s.chunk;
+      if (i > 0 && cur.first) { // varlen: this slot starts a sequence
+        const float* at = state_of(h0, geo, cur, h, 0);
+        load_state(S, at ? at + col0 : nullptr);
+      }
+      const float Gl = s.G[kC - 1];
+      float gm[2], be[2], el[2]; // per fragment row: exp(G), beta, exp(Gl - G)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int r = hopper::frag_row(hi);
+        gm[hi] = exp_ftz(s.G[r]);
+        be[hi] = s.beta[r];
+        el[hi] = exp_ftz(Gl - s.G[r]);
+      }
+
+      bar_sync(bar_id(sl, kSbFree), kPair); // the output warpgroup is done with the last Sb
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+          hopper::store_pair(sb, 64 * m + r, c, x0, x1);
+        });
+      fence_async();
+      bar_arrive(bar_id(sl, kSb), kPair);
+      bar_sync(bar_group(sl), kGroup);
+
+      Frag X; // K S, then v_new
+      X.zero();
+      hopper::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), sb);
+      hopper::mma_wait(X);
+      const Tile<kC, 64> v = Tile<kC, BV>{s.v}.block(sl);
+      hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
+        const float2 vv = hopper::load_pair(v, r, c);
+        hopper::store_pair(xs, r, c, be[hi] * (vv.x - gm[hi] * x0), be[hi] * (vv.y - gm[hi] * x1));
+      });
+      fence_async();
+      bar_sync(bar_group(sl), kGroup);
+
+      X.zero();
+      hopper::mma64<Lay::MK, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, xs);
+      hopper::mma_wait(X);
+      bar_sync(bar_id(sl, kVnFree), kPair); // the output warpgroup is done with the last Vn
+      hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
+        hopper::store_pair(vn, r, c, x0, x1);
+        hopper::store_pair(es, r, c, el[hi] * x0, el[hi] * x1);
+      });
+      fence_async();
+      bar_arrive(bar_id(sl, kVn), kPair);
+      bar_sync(bar_group(sl), kGroup);
+
+      const float decay = exp_ftz(Gl);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        S[m].each([&](int, int, float& x) { x *= decay; });
+        hopper::mma64<Lay::KM, Lay::KN, kC>(S[m], k_tile(i).block(m), es);
+      }
+      hopper::mma_wait(S[0], S[1]);
+      sm.empty[i % kStages].arrive();
+      if (cur.last) {
+        float* at = state_of(ht, geo, cur, h, 0);
+        save_state(S, at ? at + col0 : nullptr);
+      }
+    }
+    return;
+  }
+
+  // output warpgroup
+  const Tile<kC, kC> ms{sm.ms};
+#pragma unroll
+  for (int sl = 0; sl < NS; ++sl) { // the slices' first Sb and Vn are free to write
+    bar_arrive(bar_id(sl, kSbFree), kPair);
+    bar_arrive(bar_id(sl, kVnFree), kPair);
+  }
+  for (int i = 0; i < chunks; ++i) {
+    HopperFwdStage<NS>& s = stage(i);
+    sm.full[i % kStages].wait((i / kStages) & 1);
+    const Chunk cur = s.chunk;
+    const bool more = i + 1 < chunks;
+
+    bar_sync(bar_group(NS), kGroup); // every output warp is done with the last Ms
+    Frag M;
+    M.zero();
+    hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
+    hopper::mma_wait(M);
+    float gi[2], gs[2]; // per fragment row: G, scale exp(G)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      gi[hi] = s.G[hopper::frag_row(hi)];
+      gs[hi] = geo.scale * exp_ftz(gi[hi]);
+    }
+    hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
+      const float2 gj = *reinterpret_cast<const float2*>(s.G + c);
+      hopper::store_pair(ms, r, c, r >= c ? geo.scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
+                         r >= c + 1 ? geo.scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
+    });
+    fence_async();
+    bar_sync(bar_group(NS), kGroup);
+
+    Frag P[NS]; // scale exp(G) .* (Q S), then o
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      P[sl].zero();
+      bar_sync(bar_id(sl, kSb), kPair);
+      hopper::mma64<Lay::MK, Lay::KN, kD>(P[sl], q_tile(i), Tile<kD, BV>{sm.sb}.block(sl));
+    }
+    wait_all(P);
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      if (more)
+        bar_arrive(bar_id(sl, kSbFree), kPair);
+      hopper::each_pair64(P[sl], [&](int hi, int, int, float& x0, float& x1) {
+        x0 *= gs[hi];
+        x1 *= gs[hi];
+      });
+      bar_sync(bar_id(sl, kVn), kPair);
+      hopper::mma64<Lay::MK, Lay::KN, kC>(P[sl], ms, Tile<kC, BV>{sm.vn}.block(sl));
+    }
+    wait_all(P);
+    sm.empty[i % kStages].arrive();
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      if (more)
+        bar_arrive(bar_id(sl, kVnFree), kPair);
+      bf16* dst = o.at(cur.b, cur.t0, h) + v0 + 64 * sl;
+      hopper::each_pair64(P[sl], [&](int, int r, int c, float& x0, float& x1) {
+        if (r < cur.len)
+          *reinterpret_cast<__nv_bfloat162*>(dst + r * o.st + c) = __floats2bfloat162_rn(x0, x1);
+      });
+    }
+  }
+#endif
+}
+
+template <int NS>
+std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                      const float* h0, Ref<bf16> o, float* ht, const float* entering,
+                      cudaStream_t st) {
+  const auto kernel = fwd_scan_hopper_kernel<NS>;
+  const size_t smem = sizeof(HopperFwdSmem<NS>) + 1024; // + the 1024-byte alignment
+  QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<dim3(kD / sg.bv, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(
+      geo, ws, in, h0, o, ht, entering);
+  QR_CUDA_TRY(cudaGetLastError());
+  return {};
+}
+
+} // namespace
+
+std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                   const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
+                                   const float* entering, cudaStream_t st) {
+  return sg.bv == 128 ? launch_ns<2>(geo, sg, ws, in, h0, o, ht, entering, st)
+                      : launch_ns<1>(geo, sg, ws, in, h0, o, ht, entering, st);
+}
+
+} // namespace qr::gdn::fused

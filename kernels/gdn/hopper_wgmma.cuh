@@ -1,0 +1,215 @@
+// Hopper (sm_90a) pieces of the warp-specialised scans (fused_scan_hopper.cu): bf16 tiles in
+// wgmma's 128-byte-swizzle layout, their m64n64k16 products on the warpgroup MMA (hand-written
+// PTX), and the barriers that hand tiles between warp roles (named barriers, mbarriers).
+//
+// Tile<ROWS, COLS> (COLS = 64 or 128 bf16): the columns fall into COLS / 64 blocks, each ROWS
+// rows of 128 bytes one after another; in row r, the 16-byte chunk c of a block (its columns
+// 8c .. 8c + 7) is stored at chunk c ^ (r % 8). Eight rows form a 1024-byte swizzle atom, so
+// tiles start 1024-byte aligned. The one layout serves both operand majors: read with K along
+// the columns it is "K-major", read with M or N along the columns "MN-major" (transposed), so no
+// product needs a transposed copy. Fragment stores of bf16 pairs (8 rows x 4 lanes of a warp)
+// land in 32 distinct banks.
+//
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address
+// >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1: 128B).
+// With 128B swizzle the stride byte offset is the step between 8-row groups (1024 bytes) for
+// either major; the leading byte offset (the step between 64-column blocks along M / N of an
+// MN-major operand) is never reached, because every product here spans one block along M and N
+// (m64n64). A k-step of 16 starts 32 bytes further along the row (K-major) or 16 rows (2048
+// bytes) further down (MN-major); the hardware applies the swizzle to the address it forms.
+// (Verified on the H200, 2026-12-01, for m64n16 / m64n32 products at every block offset and both
+// majors of A and B, in commit 5d32e20's tile-mma-tests; tile-mma-tests here checks the m64n64
+// products the scans issue.)
+//
+// A product's accumulator is the warpgroup's 64 x 64 fp32 tile, warp w of the group holding rows
+// 16 w .. 16 w + 15 as an Acc<16, 64> (common.cuh): wgmma's fragment is, warp by warp, exactly
+// the m16n8 fragments of Acc. wgmma runs asynchronously: mma64() issues and commits one group;
+// mma_wait<N>() waits until at most N groups are in flight and only then lets the accumulators
+// be read. All four warps of a warpgroup make the same calls.
+#pragma once
+
+#include "common.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define QR_GDN_WGMMA 1
+#else
+#define QR_GDN_WGMMA 0
+#endif
+
+namespace qr::gdn::hopper {
+
+using Frag = Acc<16, 64>; // a warp's 16 rows of a warpgroup's 64 x 64 accumulator
+
+template <int ROWS, int COLS>
+struct Tile {
+  static_assert(COLS == 64 || COLS == 128);
+  static constexpr int kElems = ROWS * COLS;
+  bf16* p;
+
+  __host__ __device__ static constexpr int at(int r, int c) {
+    return c / 64 * ROWS * 64 + r * 64 + ((c / 8 % 8 ^ r % 8) << 3) + c % 8;
+  }
+  __device__ __forceinline__ bf16& operator()(int r, int c) const { return p[at(r, c)]; }
+  // Columns [64 b, 64 b + 64) as a tile of their own: the layout keeps each block whole.
+  __device__ __forceinline__ Tile<ROWS, 64> block(int b) const { return {p + b * ROWS * 64}; }
+};
+
+// Copies a ROWS x COLS bf16 tile from global rows `src + r * stride` into t with cp.async, the
+// THREADS threads of a role sharing it (`id` this thread's index among them); rows at or past
+// valid_rows become zeros.
+template <int THREADS, int ROWS, int COLS>
+__device__ __forceinline__ void load_tile(Tile<ROWS, COLS> t, const bf16* src, int64_t stride,
+                                          int valid_rows, int id) {
+  constexpr int kVec = COLS / 8;
+  static_assert(ROWS * kVec % THREADS == 0);
+#pragma unroll 4
+  for (int i = id; i < ROWS * kVec; i += THREADS) {
+    const int r = i / kVec, c = i % kVec * 8;
+    const bool ok = r < valid_rows;
+    cp_async16(&t(r, c), src + (ok ? r : 0) * stride + c, ok);
+  }
+}
+
+// Makes this thread's generic-proxy writes to shared memory (stores, landed cp.async copies)
+// visible to wgmma, which reads through the async proxy; a barrier after it publishes them.
+__device__ __forceinline__ void fence_async() {
+#if QR_GDN_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Named barriers (ids 1-15; 0 is __syncthreads'): sync waits for `count` threads, arrive counts
+// this thread in without waiting (a producer handing a tile to a consumer that syncs).
+__device__ __forceinline__ void bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// An mbarrier in shared memory: init by one thread before a __syncthreads; each phase completes
+// when `count` threads have arrived; wait(parity) returns once the phase of that parity is done
+// (the k-th completion, from 0, has parity k & 1).
+struct MBarrier {
+  uint64_t word;
+  __device__ __forceinline__ void init(int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&word)), "r"(count)
+                 : "memory");
+  }
+  __device__ __forceinline__ void arrive() {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                     smem_addr(&word))
+                 : "memory");
+  }
+  __device__ __forceinline__ void wait(int parity) {
+    asm volatile("{\n.reg .pred done;\nwait_again:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_again;\n}\n" ::"r"(smem_addr(&word)),
+                 "r"(parity)
+                 : "memory");
+  }
+};
+
+#if QR_GDN_WGMMA
+// Sets this warpgroup's registers per thread (setmaxnreg; all four warps call it): kInc takes
+// more from the pool the others gave back, else gives some back.
+template <int N, bool kInc>
+__device__ __forceinline__ void set_max_registers() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256);
+  if constexpr (kInc)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+  else
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+namespace wgmma {
+
+__device__ __forceinline__ uint64_t desc(const bf16* p) {
+  constexpr uint64_t kStride = 1024 >> 4, kSwizzle128 = 1;
+  return uint64_t(smem_addr(p) >> 4 & 0x3fff) | kStride << 32 | kSwizzle128 << 62;
+}
+
+// Keeps the compiler from moving reads or writes of an accumulator register across this point.
+__device__ __forceinline__ void fence_operands(Frag& acc) {
+  float* d = &acc.c[0][0][0];
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d += A B, m64 x n64 x k16; kTransA / kTransB: the operand is MN-major.
+template <bool kTransA, bool kTransB>
+__device__ __forceinline__ void mma(Frag& acc, uint64_t a, uint64_t b) {
+  float* d = &acc.c[0][0][0];
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %36, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+               "%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, %34, %35;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+                 "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+                 "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+                 "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+                 "+f"(d[31])
+               : "l"(a), "l"(b), "n"(int(kTransA)), "n"(int(kTransB)), "r"(1)
+               : "memory");
+}
+
+} // namespace wgmma
+
+// acc += A B for the warpgroup, one committed group: A 64 x K, B K x 64 (LA, LB as in
+// common.cuh: MK / NK read a tile K-major, KM / KN MN-major), whole tiles from their origin.
+template <Lay LA, Lay LB, int K, int RA, int CA, int RB, int CB>
+__device__ __forceinline__ void mma64(Frag& acc, Tile<RA, CA> A, Tile<RB, CB> B) {
+  static_assert(K % 16 == 0);
+  static_assert(LA == Lay::MK ? RA == 64 && CA >= K : RA == K && CA == 64);
+  static_assert(LB == Lay::NK ? RB == 64 && CB >= K : RB == K && CB == 64);
+  wgmma::fence_operands(acc);
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16)
+    wgmma::mma<LA == Lay::KM, LB == Lay::KN>(
+        acc, wgmma::desc(A.p + (LA == Lay::MK ? A.at(0, k0) : A.at(k0, 0))),
+        wgmma::desc(B.p + (LB == Lay::NK ? B.at(0, k0) : B.at(k0, 0))));
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  wgmma::fence_operands(acc);
+}
+
+// Waits until at most N of the warpgroup's mma64 groups are in flight, then releases the
+// accumulators of the finished ones to the code after it.
+template <int N = 0, class... Accs>
+__device__ __forceinline__ void mma_wait(Accs&... accs) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+  (wgmma::fence_operands(accs), ...);
+}
+#endif
+
+// f(hi, row, col, x0&, x1&) over a warp's fragment pairs, row and col in the warpgroup's 64 x 64
+// tile (col even; x1 the element at col + 1); hi (0 or 1, a constant once unrolled) says which of
+// the thread's two rows, 8 apart, so that per-row factors can sit in two registers.
+template <class F>
+__device__ __forceinline__ void each_pair64(Frag& acc, F&& f) {
+  const int lane = threadIdx.x % 32;
+  const int r0 = 16 * (threadIdx.x / 32 % 4) + lane / 4, c0 = 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi)
+      f(hi, r0 + 8 * hi, 8 * j + c0, acc.c[0][j][2 * hi], acc.c[0][j][2 * hi + 1]);
+}
+// The two rows of the warpgroup's 64-row tile that this thread's fragment holds.
+__device__ __forceinline__ int frag_row(int hi) {
+  return 16 * (threadIdx.x / 32 % 4) + threadIdx.x % 32 / 4 + 8 * hi;
+}
+
+// A bf16 pair into / from a tile at (r, c), c even.
+template <int R, int C>
+__device__ __forceinline__ void store_pair(Tile<R, C> t, int r, int c, float x0, float x1) {
+  *reinterpret_cast<__nv_bfloat162*>(&t(r, c)) = __floats2bfloat162_rn(x0, x1);
+}
+template <int R, int C>
+__device__ __forceinline__ float2 load_pair(Tile<R, C> t, int r, int c) {
+  return bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(&t(r, c)));
+}
+
+} // namespace qr::gdn::hopper
