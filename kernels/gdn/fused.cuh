@@ -434,6 +434,11 @@ std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
 std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
                                    const float* entering, cudaStream_t st);
+// save_scan on Hopper, likewise (launch_save_scan runs the split first unless its states are
+// saved).
+std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                    const FwdInputs& in, const float* h0, const float* entering,
+                                    cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, bool states_saved, cudaStream_t st);

@@ -1,8 +1,10 @@
-// Fused GDN, the sequential stage: three scans over the chunks of one (value head, BV value
-// columns), one CTA of 8 warps each, the 128 x BV fp32 state slice in registers: warp w owns the
-// 32 x BV/2 tile at rows 32 (w % 4), columns BV/2 (w / 4). Warp tiles are at least 32 wide in both
-// directions where they can be: with mma.sync every warp reads its own A and B fragments from
-// shared memory, and ldmatrix traffic, not tensor throughput, bounds these loops.
+// Fused GDN, the sequential stage on mma.sync (on sm_90 devices fwd_scan and save_scan are
+// fused_scan_hopper.cu's warp-specialised wgmma kernels instead; these run on sm_100a / sm_103a):
+// three scans over the chunks of one (value head, BV value columns), one CTA of 8 warps each, the
+// 128 x BV fp32 state slice in registers: warp w owns the 32 x BV/2 tile at rows 32 (w % 4),
+// columns BV/2 (w / 4). Warp tiles are at least 32 wide in both directions where they can be: with
+// mma.sync every warp reads its own A and B fragments from shared memory, and ldmatrix traffic, not
+// tensor throughput, bounds these loops.
 //
 // The scans read the context (qn, kn, G, A: fused_prep.cu) and the inputs (v, beta, do) and form
 // u, w and Ms themselves: v_new = u - w S = A diag(beta) (V - exp(G) .* (K S)), K S where w S was
@@ -467,6 +469,8 @@ std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, c
     if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
+  if (sg.hopper)
+    return launch_save_scan_hopper(geo, sg, ws, in, h0, entering, st);
   return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
                                ws, in, h0, entering)
                       : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st,

@@ -1,7 +1,7 @@
-// Fused GDN, the forward scan on Hopper (sm_90a): warp-specialised, every product on wgmma
-// (hopper_wgmma.cuh). One CTA per (64 NS value columns, value head), walking its chunks in order
-// as fused_scan.cu's fwd_scan does, with the same algebra (fused.cuh) and results; the roles run
-// side by side and hand tiles over through shared memory:
+// Fused GDN, the forward-recurrence scans on Hopper (sm_90a): fwd_scan and save_scan,
+// warp-specialised, every product on wgmma (hopper_wgmma.cuh). One CTA per (64 NS value columns,
+// value head), walking its chunks in order as fused_scan.cu's scans do, with the same algebra
+// (fused.cuh) and results; the roles run side by side and hand tiles over through shared memory:
 //
 //   producer warpgroup     chunk n's q, k, A, v slice, G, beta into stage n % kStages by
 //                          cp.async; signals full[stage]; refills a stage once empty[stage] says
@@ -13,22 +13,25 @@
 //                            X = diag(beta) (V - diag(exp(G)) K Sb_s) -> Xs_s     8 k-steps
 //                            v_new = A Xs_s -> Vn_s, El .* v_new -> Es_s          4 k-steps (VN)
 //                            S = exp(Gl) S + K^T Es_s                             2 x 4 k-steps
-//   output warpgroup       Ms = scale lowerIncl(Q K^T .* D) (state-free, so it runs while the
-//   (4 warps)              state warpgroups form Sb), then per slice o = scale diag(exp(G)) Q Sb_s
-//                          + Ms Vn_s, to global.
+//   output warpgroup       fwd_scan: Ms = scale lowerIncl(Q K^T .* D) (state-free, so it runs
+//   (4 warps)              while the state warpgroups form Sb), then per slice o = scale
+//                          diag(exp(G)) Q Sb_s + Ms Vn_s, to global.
+//   store warpgroup        save_scan, in the output's place: Sb_s (h_n) and Vn_s (v_new) to the
+//                          workspace in coalesced 16-byte pieces; no q tile, no Ms.
 //
-// Hand-offs between a state warpgroup s and the output warpgroup are named-barrier pairs, each
-// generation of one held back by its partner (so neither side can lap the other): SB_s / VN_s
-// (state arrives once Sb_s / Vn_s are written, output syncs before reading them) and SB_FREE_s /
-// VN_FREE_s (output arrives once its products have read them, state syncs before overwriting;
+// Hand-offs between a state warpgroup s and the output (store) warpgroup are named-barrier
+// pairs, each generation of one held back by its partner (so neither side can lap the other):
+// SB_s / VN_s (state arrives once Sb_s / Vn_s are written, output syncs before reading them) and
+// SB_FREE_s / VN_FREE_s (output arrives once it has read them, state syncs before overwriting;
 // pre-arrived once). Stages are mbarrier rings. Products read shared memory through the async
 // proxy, so every writer fences (fence_async) before the barrier that publishes its tiles.
 //
 // Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (128
 // columns, two stages: 204 KB of shared memory) where the (batch, value head) pairs fill the GPU,
 // else NS = 1 (three stages, 197 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
-// producer 56 registers and the consumers the rest (152 / 224). Varlen restarts, split segments and
-// the final states as there. Built for sm_90a only; the launcher picks it on sm_90 devices.
+// producer 56 registers and the consumers the rest (152 / 224). Varlen restarts, split segments,
+// the final states and save_scan's stamp check as there. Built for sm_90a only; the launchers
+// pick it on sm_90 devices.
 #include "fused.cuh"
 #include "hopper_wgmma.cuh"
 
@@ -114,10 +117,12 @@ __device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
 
 #endif
 
-template <int NS>
+// kSave: save_scan (h_n and v_new for the backward, no o), the store warpgroup in the output's
+// place; else fwd_scan.
+template <int NS, bool kSave>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
-    fwd_scan_hopper_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, Ref<bf16> o,
-                           float* ht, const float* entering) {
+    scan_hopper_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, Ref<bf16> o, float* ht,
+                       const float* entering) {
 #if QR_GDN_WGMMA
   constexpr int kStages = kStagesOf<NS>, BV = 64 * NS;
   // registers per thread by role (setmaxnreg): the producer needs few; the 128 x 64 fp32 state
@@ -130,13 +135,13 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int warp = threadIdx.x / 32, wg = warp / 4;
   const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
-  if (slots.x >= slots.y)
+  if ((kSave && !stamp_ok(geo, ws)) || slots.x >= slots.y)
     return;
   const int chunks = slots.y - slots.x;
   if (threadIdx.x == 0)
     for (int i = 0; i < kStages; ++i) {
       sm.full[i].init(128);
-      sm.empty[i].init(128 * (NS + 1));
+      sm.empty[i].init(128 * (kSave ? NS : NS + 1)); // the store warpgroup reads no stage
     }
   __syncthreads();
 
@@ -154,7 +159,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       HopperFwdStage<NS>& s = stage(i);
       const Chunk c = chunk_at(geo, ws, b, n);
       const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-      hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
+      if constexpr (!kSave)
+        hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
       hopper::load_tile<128>(k_tile(i), ws.kn + krow0 * kD, kD, kC, id);
       hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
       hopper::load_tile<128>(Tile<kC, BV>{s.v}, in.v.at(c.b, c.t0, h) + v0, in.v.st, c.len, id);
@@ -255,6 +261,36 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     return;
   }
 
+  if constexpr (kSave) { // store warpgroup: each chunk's h_n (its Sb) and v_new to global
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      bar_arrive(bar_id(sl, kSbFree), kPair);
+      bar_arrive(bar_id(sl, kVnFree), kPair);
+    }
+    const int id = threadIdx.x % 128;
+    for (int i = 0; i < chunks; ++i) {
+      const int n = slots.x + i;
+      const bool more = i + 1 < chunks;
+#pragma unroll
+      for (int sl = 0; sl < NS; ++sl) {
+        bar_sync(bar_id(sl, kSb), kPair);
+        hopper::store_tile<128>(Tile<kD, BV>{sm.sb}.block(sl),
+                                ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD, id);
+        if (more)
+          bar_arrive(bar_id(sl, kSbFree), kPair);
+      }
+#pragma unroll
+      for (int sl = 0; sl < NS; ++sl) {
+        bar_sync(bar_id(sl, kVn), kPair);
+        hopper::store_tile<128>(Tile<kC, BV>{sm.vn}.block(sl),
+                                ws.nu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, id);
+        if (more)
+          bar_arrive(bar_id(sl, kVnFree), kPair);
+      }
+    }
+    return;
+  }
+
   // output warpgroup
   const Tile<kC, kC> ms{sm.ms};
 #pragma unroll
@@ -322,11 +358,11 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #endif
 }
 
-template <int NS>
+template <int NS, bool kSave>
 std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                       const float* h0, Ref<bf16> o, float* ht, const float* entering,
                       cudaStream_t st) {
-  const auto kernel = fwd_scan_hopper_kernel<NS>;
+  const auto kernel = scan_hopper_kernel<NS, kSave>;
   const size_t smem = sizeof(HopperFwdSmem<NS>) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   kernel<<<dim3(kD / sg.bv, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(
@@ -340,8 +376,15 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const Fw
 std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
                                    const float* entering, cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2>(geo, sg, ws, in, h0, o, ht, entering, st)
-                      : launch_ns<1>(geo, sg, ws, in, h0, o, ht, entering, st);
+  return sg.bv == 128 ? launch_ns<2, false>(geo, sg, ws, in, h0, o, ht, entering, st)
+                      : launch_ns<1, false>(geo, sg, ws, in, h0, o, ht, entering, st);
+}
+
+std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                    const FwdInputs& in, const float* h0, const float* entering,
+                                    cudaStream_t st) {
+  return sg.bv == 128 ? launch_ns<2, true>(geo, sg, ws, in, h0, {}, nullptr, entering, st)
+                      : launch_ns<1, true>(geo, sg, ws, in, h0, {}, nullptr, entering, st);
 }
 
 } // namespace qr::gdn::fused

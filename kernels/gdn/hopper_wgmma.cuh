@@ -70,6 +70,18 @@ __device__ __forceinline__ void load_tile(Tile<ROWS, COLS> t, const bf16* src, i
   }
 }
 
+// Copies tile t to global rows `dst + r * stride` in 16-byte pieces (coalesced: eight threads
+// take a row's 128 bytes), the THREADS threads of a role sharing it.
+template <int THREADS, int ROWS>
+__device__ __forceinline__ void store_tile(Tile<ROWS, 64> t, bf16* dst, int64_t stride, int id) {
+  static_assert(ROWS * 8 % THREADS == 0);
+#pragma unroll
+  for (int i = id; i < ROWS * 8; i += THREADS) {
+    const int r = i / 8, c = i % 8 * 8;
+    *reinterpret_cast<uint4*>(dst + r * stride + c) = *reinterpret_cast<const uint4*>(&t(r, c));
+  }
+}
+
 // Makes this thread's generic-proxy writes to shared memory (stores, landed cp.async copies)
 // visible to wgmma, which reads through the async proxy; a barrier after it publishes them.
 __device__ __forceinline__ void fence_async() {
