@@ -298,6 +298,21 @@ def main():
     rc, _, err = run(["gdn", "--inputs", bad, "--out", WORK + "/o1"])
     one_error_line(rc, err, "is not a 'qwen-recipe gdn-bench tensors 1' file", "foreign manifest")
 
+    # Inputs of another layout than gdn-bench writes (peers_warm.py warms that layout's kernels).
+    for tensor, change, needle in [
+            ("beta", {"dtype": "f32"}, "tensor 'beta' is f32 [1, 2, 2], not bf16 [1, 2, 2]"),
+            ("g", {"shape": [1, 2, 1]}, "tensor 'g' is f32 [1, 2, 1], not f32 [1, 2, 2]")]:
+        other = os.path.join(WORK, "layout-" + tensor)
+        write_inputs(other)
+        with open(os.path.join(other, "inputs.json")) as f:
+            m = json.load(f)
+        next(t for t in m["tensors"] if t["name"] == tensor).update(change)
+        with open(os.path.join(other, "inputs.json"), "w") as f:
+            json.dump(m, f)
+        rc, _, err = run(["gdn", "--inputs", other, "--out", WORK + "/o1"])
+        one_error_line(rc, err, needle, f"inputs of another layout ({tensor})")
+        check(not os.path.exists(WORK + "/o1/peers.json"), f"layout {tensor}: wrote peers.json")
+
     with open(os.path.join(WORK, "bench.json"), "w") as f:
         json.dump({"backends": []}, f)
     rc, _, err = run(["plot", "--json", WORK + "/bench.json", "--out", WORK + "/p.pdf"])

@@ -42,7 +42,9 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -127,6 +129,23 @@ def atomic_write(path, text):
 # do, and h0, dht with --initial-state; --op conv: "op": "conv", "bias", and the INPUT_TENSORS);
 # a backend's outputs come back the same way.
 
+def gdn_inputs(B, T, Hk, Hv, D, states=False, sequences=None):
+    """The tensors of a GDN shape's inputs.json, [(name, dtype, dims)], as gdn-bench writes them
+    (gdn_bench.cu, write_inputs; h0 and dht with --initial-state, one state per sequence: B, or
+    `sequences` packed ones), and the scale it writes: float32 Dk^-0.5 printed with 9 digits.
+    peers_warm.py builds the same inputs, since the peers compile dtypes and the scale into their
+    kernels: a scale that differs in the last digit is another FlashQLA kernel."""
+    n = B if sequences is None else sequences
+    tensors = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
+               ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
+               ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
+    if states:
+        tensors += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
+    sqrt_d = struct.unpack("f", struct.pack("f", math.sqrt(D)))[0]  # as C++ float math rounds
+    scale = float("%.9g" % struct.unpack("f", struct.pack("f", 1.0 / sqrt_d))[0])
+    return tensors, scale
+
+
 def read_manifest(folder, op="gdn"):
     path = os.path.join(folder, "inputs.json")
     try:
@@ -146,6 +165,18 @@ def read_manifest(folder, op="gdn"):
     for need in INPUT_TENSORS[op] + (("bias",) if op == "conv" and m["bias"] else ()):
         if need not in names:
             raise SystemExit(f"error: --inputs {folder}: inputs.json has no tensor '{need}'")
+    if op == "gdn":  # the layout peers_warm.py compiles the peers' kernels for
+        dims = [m["shape"].get(k) for k in ("B", "T", "Hk", "Hv", "D")]
+        if not all(isinstance(d, int) for d in dims):
+            raise SystemExit(f"error: --inputs {folder}: inputs.json's shape needs integers B, T, "
+                             "Hk, Hv and D")
+        want, _ = gdn_inputs(*dims, states="h0" in names)
+        got = {t["name"]: (t["dtype"], t["shape"]) for t in m["tensors"]}
+        for name, dtype, dims in want:
+            if got.get(name) != (dtype, dims):
+                have = got.get(name, ("absent", []))
+                raise SystemExit(f"error: --inputs {folder}: inputs.json's tensor '{name}' is "
+                                 f"{have[0]} {have[1]}, not {dtype} {dims} as gdn-bench writes it")
     return m
 
 
@@ -199,6 +230,20 @@ class BlockImports:
         return None
 
 
+def pin_backend(op, backend):
+    """Pins `backend` to the kernels its row says it runs, in this process, before its package is
+    imported (FLA reads the variables at import and at its first dispatch): FLA to its Triton
+    kernels, with FLA_FLASH_QLA=0 and tilelang / flash_qla refused, for the conv also
+    FLA_DISABLE_BACKEND_DISPATCH=1 (its @dispatch then keeps its Triton functions, no Gluon). The
+    workers and peers_warm.py both call it, so that the cache filler compiles what a worker runs."""
+    if backend != "fla":
+        return
+    os.environ["FLA_FLASH_QLA"] = "0"
+    if op == "conv":
+        os.environ["FLA_DISABLE_BACKEND_DISPATCH"] = "1"
+    sys.meta_path.insert(0, BlockImports(BLOCKED_FOR_FLA))
+
+
 def triton_kernel_names(prefix):
     """Names of the Triton kernels defined by the loaded modules under `prefix`."""
     from triton.runtime.jit import JITFunction, KernelInterface
@@ -217,7 +262,8 @@ def triton_kernel_names(prefix):
 
 
 def make_backend(name, cc):
-    """Returns (call, note): call(q, k, v, g, beta, h0, scale, l2norm) -> (o, ht)."""
+    """Returns (call, note): call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens) -> (o, ht);
+    cu_seqlens None (gdn-bench's inputs) or packed sequences' offsets (peers_warm.py --varlen)."""
     if name == "fla":
         import fla.ops.common.chunk_o as chunk_o
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
@@ -229,17 +275,19 @@ def make_backend(name, cc):
             chunk_o.TRITON_ABOVE_3_7_1 = True
             note += "; FLA's Hopper guard for Triton < 3.7.1 (FLA #640) lifted, gradients checked"
 
-        def call(q, k, v, g, beta, h0, scale, l2norm):
+        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens):
             return chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=h0,
-                                          output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
+                                          output_final_state=True, use_qk_l2norm_in_kernel=l2norm,
+                                          cu_seqlens=cu_seqlens)
         return call, note
     if name == "flash_qla":
         import flash_qla
 
-        def call(q, k, v, g, beta, h0, scale, l2norm):
+        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens):
             return flash_qla.chunk_gated_delta_rule(q, k, v, g, beta, scale=scale,
                                                     initial_state=h0, output_final_state=True,
-                                                    use_qk_l2norm_in_kernel=l2norm)
+                                                    use_qk_l2norm_in_kernel=l2norm,
+                                                    cu_seqlens=cu_seqlens)
         return call, "FlashQLA called directly (auto intra-card CP, as FLA calls it)"
     if name == "transformer_engine":
         import torch
@@ -251,9 +299,10 @@ def make_backend(name, cc):
             note += (" (Transformer Engine itself not installed: PyPI has no wheel of "
                      "transformer-engine-torch, only its source; docs/gdn-bench.md, Peers)")
 
-        def call(q, k, v, g, beta, h0, scale, l2norm):
+        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens):
             B, T = q.shape[0], q.shape[1]
-            cu = torch.arange(0, (B + 1) * T, T, dtype=torch.int32, device=q.device)
+            cu = cu_seqlens if cu_seqlens is not None else torch.arange(
+                0, (B + 1) * T, T, dtype=torch.int32, device=q.device)
             flat = [x.reshape(B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
             # cuDNN's states are [N, H, V, K]; ours and FLA's [N, H, K, V].
             s0 = None if h0 is None else h0.transpose(-1, -2).contiguous()
@@ -318,8 +367,7 @@ def worker(args):
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    if args.backend == "fla":
-        sys.meta_path.insert(0, BlockImports(BLOCKED_FOR_FLA))
+    pin_backend(args.op, args.backend)
     import torch
     dev = torch.device("cuda")
     cc = torch.cuda.get_device_capability()
@@ -436,12 +484,17 @@ def fla_conv_pinned(kernels):
 
 class Problem:
     """One shape's tensors for one backend, and the measurements gdn-bench makes of ours. fwd()
-    returns the outputs, bwd(*outputs) runs the backward from them."""
+    returns the outputs, bwd(*outputs) runs the backward from them. Every call of the peer goes
+    through fwd_infer() or fwdbwd(), which FIRST_CALLS makes first; peers_warm.py makes them on a
+    Problem of its own to fill the compile caches."""
 
-    def __init__(self, call, ins, scale, l2norm):
+    # The first calls, which compile and autotune: an inference forward, then a training step.
+    FIRST_CALLS = ("fwd", "fwd+bwd")
+
+    def __init__(self, call, ins, scale, l2norm, cu_seqlens=None):
         import torch
         self.torch = torch
-        self.call, self.scale, self.l2norm = call, scale, l2norm
+        self.call, self.scale, self.l2norm, self.cu_seqlens = call, scale, l2norm, cu_seqlens
         self.do, self.dht = ins["do"], ins.get("dht")
         self.leaves = [ins[n].clone().requires_grad_(True) for n in ("q", "k", "v", "g", "beta")]
         self.h0 = ins.get("h0")
@@ -458,7 +511,7 @@ class Problem:
             t.grad = None
 
     def fwd(self):
-        return self.call(*self.base, self.h0, self.scale, self.l2norm)
+        return self.call(*self.base, self.h0, self.scale, self.l2norm, self.cu_seqlens)
 
     def fwd_infer(self):
         with self.torch.no_grad():
@@ -475,11 +528,14 @@ class Problem:
         self.clear()
         self.bwd(*self.fwd())
 
-    def first_calls(self):
-        self.fwd_infer()
-        self.fwdbwd()
+    def first_call(self, name):
+        {"fwd": self.fwd_infer, "fwd+bwd": self.fwdbwd}[name]()
         self.clear()
         self.torch.cuda.synchronize()
+
+    def first_calls(self):
+        for name in self.FIRST_CALLS:
+            self.first_call(name)
 
     def outputs(self):
         self.clear()
@@ -678,11 +734,6 @@ def run_peers(args):
             rows += [{"backend": backend, "shape": m["shape"], "status": "unavailable",
                       "reason": reason, "versions": vers} for m in manifests]
             continue
-        env = dict(os.environ)
-        if backend == "fla":
-            env["FLA_FLASH_QLA"] = "0"
-            if op == "conv":  # FLA's @dispatch then keeps its Triton functions (no Gluon)
-                env["FLA_DISABLE_BACKEND_DISPATCH"] = "1"
         # One process per shape: the first calls (TileLang's compiles, FLA's Triton autotuning)
         # run side by side; the timed runs then take the GPU one process at a time.
         for i, folder in enumerate(args.inputs):
@@ -691,10 +742,10 @@ def run_peers(args):
                    "--result", result, "--out", args.out, "--modes", ",".join(args.modes),
                    "--warmup", str(args.warmup), "--iters", str(args.iters), "--inputs", folder,
                    "--op", op]
-            workers.append({"backend": backend, "cmd": cmd, "env": env, "result": result,
+            workers.append({"backend": backend, "cmd": cmd, "result": result,
                             "versions": vers, "group": [folder]})
     deadline = time.time() + args.prepare_timeout if args.prepare_timeout else None
-    start = lambda w: subprocess.Popen(w["cmd"], env=w["env"], stdin=subprocess.PIPE,  # noqa
+    start = lambda w: subprocess.Popen(w["cmd"], stdin=subprocess.PIPE,  # noqa
                                        stdout=subprocess.PIPE, text=True)
     for w in workers:
         if w["backend"] != "flash_qla":
@@ -709,7 +760,7 @@ def run_peers(args):
             try:
                 imp = subprocess.run(w0["cmd"][:2] + ["worker", "--backend", "flash_qla",
                                                       "--import-only"] + w0["cmd"][5:],
-                                     env=w0["env"], stdin=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL,
                                      timeout=None if deadline is None else
                                      max(1.0, deadline - time.time()))

@@ -64,8 +64,8 @@ for key in sorted(a):
         print(f"fused {key[0]} T{key[1]} {key[2]:13s} all backends {a[key]:.3f} ms, alone "
               f"{b[key]:.3f} ms: {100 * (a[key] / b[key] - 1):+.1f}%")
 EOF
-# The driver's first calls compile kernels that peers_warm.py's did not (docs/gdn-bench.md,
-# "Carrying the compile caches"): the runs' own caches are the ones to carry.
+# The runs' own caches are the ones to carry (docs/gdn-bench.md, "Carrying the compile caches"):
+# the carried pack and what the runs compiled beyond it (a shape gpu_peers_cache.sh did not fill).
 PACK_RC=0
 if [ -n "$CACHE" ]; then
   bash "$HERE/pack_cache.sh" "$CACHE" "$OUT" || PACK_RC=1

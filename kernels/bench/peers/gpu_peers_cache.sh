@@ -54,9 +54,8 @@ PIDS=()
 for i in "${!JOBS[@]}"; do
   # shellcheck disable=SC2086  # each job is a list of arguments
   set -- ${JOBS[$i]}
-  env=(PYTHONPATH="$QLA")
-  [ "$1" = fla ] && env=(PYTHONPATH="$SITE" FLA_FLASH_QLA=0)
-  env "${env[@]}" python3 "$HERE/peers_warm.py" --backend "$@" >"$TMP/warm.$i.log" 2>&1 &
+  # gpu_peers.sh's path for every backend: peers_warm.py pins FLA itself, as the driver does.
+  PYTHONPATH="$SITE:$QLA" python3 "$HERE/peers_warm.py" --backend "$@" >"$TMP/warm.$i.log" 2>&1 &
   PIDS+=($!)
 done
 START=$(date +%s)

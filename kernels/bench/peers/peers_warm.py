@@ -8,25 +8,28 @@ kernels and their autotuning results (FLA keeps them there by default), and indu
     peers_warm.py --backend flash_qla|fla --shape B,T,Hk,Hv,D [--states] [--scale X]
                   [--modes fwd,fwd+bwd] [--varlen L,L,...]...
 
-Makes the calls gdn-bench's peers driver makes: an inference forward, then a training forward and
-its backward, bf16 with the l2norm in the kernel, and prints the seconds each first call took.
-FlashQLA's kernels take the token and batch counts as run-time values, but its scale, head counts,
-whether there is an initial state, and whether sequences are packed (cu_seqlens) or split across
-SMs (its automatic intra-card context parallelism) are compiled in. --scale defaults to the value
-gdn-bench writes for Dk = 128 (float32 Dk^-0.5 printed with 9 digits); `none` leaves it to
-FlashQLA (Dk^-0.5 in float64), a different kernel. Each --varlen is one set of packed sequence
-lengths summing to T (B must be 1), called after the dense shape: a set that compiles again shows
-as a first call of compile length.
+Makes the first calls of gdn-bench's peers driver through the driver's own code (gdn_peers.py:
+the backend pinned as its worker pins it, make_backend's call, Problem's first calls) on inputs
+of the layout gdn-bench writes (gdn_inputs): an inference forward, then a training step, and
+prints the seconds each took. FlashQLA's kernels take the token and batch counts as run-time
+values, but its scale, head counts, whether there is an initial state, and whether sequences are
+packed (cu_seqlens) or split across SMs (its automatic intra-card context parallelism, which it
+decides per call from the sequence lengths and whether a backward follows) are compiled in.
+--scale defaults to the value gdn-bench writes (float32 Dk^-0.5 printed with 9 digits); `none`
+leaves it to FlashQLA (Dk^-0.5 in float64), a different kernel. Each --varlen is one set of
+packed sequence lengths summing to T (B must be 1), called after the dense shape with int32
+offsets and one state per sequence: a set that compiles again shows as a first call of compile
+length.
 """
 import argparse
 import difflib
 import sys
 import time
 
-from gdn_peers import Parser  # the driver beside this script: its one-line, exit-2 errors
+# The driver beside this script: its one-line, exit-2 errors and the calls its workers make.
+from gdn_peers import Parser, Problem, gdn_inputs, make_backend, pin_backend
 
-GDN_BENCH_SCALE = "0.0883883476"
-MODES = ("fwd", "fwd+bwd")
+MODES = Problem.FIRST_CALLS
 
 
 def shape(text):
@@ -69,7 +72,7 @@ def main(argv=None):
     ap.add_argument("--shape", type=shape, required=True)
     ap.add_argument("--modes", type=modes, default=list(MODES))
     ap.add_argument("--states", action="store_true", help="an initial state and its gradient")
-    ap.add_argument("--scale", type=scale_arg, default=GDN_BENCH_SCALE)
+    ap.add_argument("--scale", type=scale_arg, help="default: the value gdn-bench writes")
     ap.add_argument("--varlen", type=lengths, action="append", default=[])
     args = ap.parse_args(argv)
     B, T, Hk, Hv, D = args.shape
@@ -78,48 +81,32 @@ def main(argv=None):
             ap.error(f"--varlen {','.join(map(str, lens))}: needs B = 1 and lengths summing to "
                      f"T = {T}")
 
+    pin_backend("gdn", args.backend)
     import torch
-    if args.backend == "flash_qla":
-        from flash_qla import chunk_gated_delta_rule
-    else:
-        import fla.ops.common.chunk_o as chunk_o
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
-        chunk_o.TRITON_ABOVE_3_7_1 = True  # as the driver does on Hopper (FLA #640)
-
+    call, _ = make_backend(args.backend, torch.cuda.get_device_capability())
     tag = f"{args.backend} B{B} T{T} Hk{Hk} Hv{Hv} D{D}" + (" states" if args.states else "")
-    scale = None if args.scale == "none" else float(args.scale)
     gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def randn(*dims, dtype=torch.bfloat16, mul=1.0):
-        return (torch.randn(*dims, generator=gen, device="cuda") * mul).to(dtype)
-
-    q, k = randn(B, T, Hk, D), randn(B, T, Hk, D)
-    v = randn(B, T, Hv, D)
-    g = torch.nn.functional.logsigmoid(randn(B, T, Hv, dtype=torch.float32))
-    beta = torch.sigmoid(randn(B, T, Hv))
-    do = randn(B, T, Hv, D)
+    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
+    # Values in gdn-bench's ranges (g = logsigmoid <= 0, beta in (0, 1)); only the layout and the
+    # scale decide which kernels compile.
+    values = {"g": torch.nn.functional.logsigmoid, "beta": torch.sigmoid}
+    if args.scale is None:
+        scale = gdn_inputs(B, T, Hk, Hv, D)[1]
+    else:
+        scale = None if args.scale == "none" else float(args.scale)
 
     def step(what, cu=None):
-        n = B if cu is None else len(cu) - 1
-        h0 = torch.randn(n, Hv, D, D, device="cuda") if args.states else None
-        leaves = [t.clone().requires_grad_(True) for t in (q, k, v, g, beta)]
-        if h0 is not None:
-            h0.requires_grad_(True)
+        layout, _ = gdn_inputs(B, T, Hk, Hv, D, states=args.states,
+                               sequences=None if cu is None else len(cu) - 1)
+        ins = {}
+        for name, dtype, dims in layout:
+            x = torch.randn(*dims, generator=gen, device="cuda")
+            ins[name] = (values[name](x) if name in values else x).to(dtypes[dtype])
         cu_t = None if cu is None else torch.tensor(cu, dtype=torch.int32, device="cuda")
-
-        def fwd():
-            return chunk_gated_delta_rule(*leaves, scale=scale, initial_state=h0,
-                                          output_final_state=True, use_qk_l2norm_in_kernel=True,
-                                          cu_seqlens=cu_t)
+        p = Problem(call, ins, scale, True, cu_t)  # l2norm in the kernel, as gdn-bench's default
         for mode in args.modes:
             t0 = time.time()
-            if mode == "fwd":
-                with torch.no_grad():
-                    fwd()
-            else:
-                o, ht = fwd()
-                torch.autograd.backward([o], [do])
-            torch.cuda.synchronize()
+            p.first_call(mode)
             print(f"{tag} {what} {mode}: first call {time.time() - t0:.1f} s", flush=True)
 
     step("dense")

@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""CI test that kernels/bench/peers/peers_warm.py (the peers' compile-cache filler) makes exactly
+the calls of FlashQLA and FLA that gdn-bench's peers driver (gdn_peers.py) makes, with no GPU and
+no PyTorch: stand-ins for torch, flash_qla, fla and tilelang on PYTHONPATH record every call of
+chunk_gated_delta_rule (each tensor's dtype, shape and requires_grad, the scale to the last bit,
+initial_state, output_final_state, cu_seqlens, grad mode, and for FLA the pinning it saw) and
+every backward (the gradients given for o and ht). The peers compile all of that into their
+kernels (FlashQLA also decides its intra-card context parallelism from it), so a call the warm
+does not make is a kernel the driver compiles in its timed run.
+
+The driver runs every mode (fwd, fwd-train, bwd, fwdbwd, the memory measure, the outputs, CUDA
+graph capture) on inputs.json files as gdn-bench writes them; the warm runs at the same shapes,
+dense and with packed sequences (--varlen, which the driver has no inputs for yet: those calls
+must be the driver's calls at B = 1 with the offsets and one state per sequence). Run by CTest:
+peers_warm_calls_test.py PEERS_SCRIPT_DIR WORKDIR."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SCRIPTS, WORK = sys.argv[1], sys.argv[2]
+FAILURES = []
+# The scale gdn-bench writes into inputs.json at D = 128 (gdn_bench.cu, write_inputs: float32
+# 128^-0.5 printed with %.9g); FlashQLA's kernels of 2026-12-01's driver runs carry this value.
+GDN_BENCH_SCALE_D128 = 0.0883883461
+
+TORCH = '''"""Stand-in for torch: tensors are shapes and dtypes; the grad mode is tracked."""
+import contextlib, json, os
+
+
+class dtype:
+    def __init__(self, name, size):
+        self.name, self.itemsize = name, size
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+bfloat16, float32, uint8, int32 = (dtype("bfloat16", 2), dtype("float32", 4), dtype("uint8", 1),
+                                   dtype("int32", 4))
+_GRAD = [True]
+
+
+class _Storage:
+    def __init__(self, t):
+        self.t = t
+
+    def data_ptr(self):
+        return id(self.t)
+
+    def nbytes(self):
+        return 0
+
+
+class Tensor:
+    def __init__(self, shape, dt, values=None):
+        self.shape, self.dtype, self.values = tuple(shape), dt, values
+        self.requires_grad, self.grad, self.producer = False, None, None
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def clone(self):
+        return Tensor(self.shape, self.dtype, self.values)
+
+    def requires_grad_(self, flag=True):
+        self.requires_grad = flag
+        return self
+
+    def to(self, x):
+        return Tensor(self.shape, x, self.values) if isinstance(x, dtype) else self
+
+    def view(self, dt):
+        return Tensor((self.numel() * self.dtype.itemsize // dt.itemsize,), dt)
+
+    def reshape(self, shape):
+        return Tensor(shape, self.dtype, self.values)
+
+    def contiguous(self):
+        return self
+
+    def detach(self):
+        return self
+
+    def zero_(self):
+        return self
+
+    def float(self):
+        return self.to(float32)
+
+    def __mul__(self, other):
+        return self
+
+    def untyped_storage(self):
+        return _Storage(self)
+
+
+def device(name):
+    return name
+
+
+def frombuffer(raw, dtype):
+    return Tensor((len(raw),), dtype)
+
+
+def randn(*dims, generator=None, device=None):
+    return Tensor(dims, float32)
+
+
+def empty(*dims, dtype=float32, device=None):
+    return Tensor(dims, dtype)
+
+
+def tensor(values, dtype, device=None):
+    return Tensor((len(values),), dtype, list(values))
+
+
+def sigmoid(x):
+    return Tensor(x.shape, x.dtype)
+
+
+class nn:
+    class functional:
+        logsigmoid = staticmethod(sigmoid)
+
+
+class Generator:
+    def __init__(self, device=None):
+        pass
+
+    def manual_seed(self, seed):
+        return self
+
+
+def is_grad_enabled():
+    return _GRAD[0]
+
+
+@contextlib.contextmanager
+def no_grad():
+    before, _GRAD[0] = _GRAD[0], False
+    try:
+        yield
+    finally:
+        _GRAD[0] = before
+
+
+class autograd:
+    @staticmethod
+    def backward(tensors, grad_tensors, retain_graph=False):
+        """Records the backward of the call that made the outputs, and the gradients given."""
+        calls = {t.producer[0] for t in tensors}
+        assert len(calls) == 1, "one call's outputs per backward"
+        grads = sorted([t.producer[1], repr(g.dtype), list(g.shape)]
+                       for t, g in zip(tensors, grad_tensors))
+        with open(os.environ["PEER_RECORD"], "a") as f:
+            f.write(json.dumps({"backward": calls.pop(), "grads": grads}) + "\\n")
+
+
+class _Event:
+    def __init__(self, enable_timing=False):
+        pass
+
+    def record(self):
+        pass
+
+    def elapsed_time(self, end):
+        return 1.0
+
+
+class _Stream:
+    def wait_stream(self, other):
+        pass
+
+
+class _Props:
+    L2_cache_size = 50 << 20
+
+
+class cuda:
+    Event = _Event
+    Stream = _Stream
+
+    class CUDAGraph:
+        def replay(self):
+            pass
+
+    @staticmethod
+    def get_device_capability():
+        return (9, 0)
+
+    @staticmethod
+    def get_device_properties(index=0):
+        return _Props()
+
+    @staticmethod
+    def current_stream():
+        return _Stream()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def stream(s):
+        yield
+
+    @staticmethod
+    @contextlib.contextmanager
+    def graph(g, stream=None):
+        yield
+
+    synchronize = empty_cache = reset_peak_memory_stats = staticmethod(lambda: None)
+    memory_allocated = max_memory_allocated = staticmethod(lambda: 0)
+'''
+
+# The peers' entry points: record the call, return o [B, T, Hv, D] and ht [N, Hv, D, D] made by it.
+RECORD = '''import json, os
+import torch
+
+
+def describe(x):
+    if isinstance(x, torch.Tensor):
+        return {"dtype": repr(x.dtype), "shape": list(x.shape), "requires_grad": x.requires_grad,
+                "values": x.values}
+    return x
+
+
+def call(peer, args, kwargs, seen=None):
+    rec = {"peer": peer, "grad_enabled": torch.is_grad_enabled(),
+           "args": [describe(a) for a in args],
+           "kwargs": {k: describe(v) for k, v in sorted(kwargs.items())}, "seen": seen}
+    key = json.dumps(rec, sort_keys=True)
+    with open(os.environ["PEER_RECORD"], "a") as f:
+        f.write(json.dumps({"call": key}) + "\\n")
+    q, v, h0, cu = args[0], args[2], kwargs.get("initial_state"), kwargs.get("cu_seqlens")
+    n = q.shape[0] if cu is None else cu.shape[0] - 1
+    o = torch.Tensor(v.shape, q.dtype)
+    ht = torch.Tensor((n, v.shape[2], v.shape[3], v.shape[3]), torch.float32)
+    o.producer, ht.producer = (key, 0), (key, 1)
+    return o, ht
+'''
+
+FLASH_QLA = '''import peer_record
+
+
+def chunk_gated_delta_rule(*args, **kwargs):
+    return peer_record.call("flash_qla", args, kwargs)
+'''
+
+FLA_GDN = '''import os
+import peer_record
+import fla.ops.common.chunk_o as chunk_o
+
+
+def chunk_gated_delta_rule(*args, **kwargs):
+    try:
+        import tilelang  # noqa: F401
+        tilelang_seen = "importable"
+    except ModuleNotFoundError:
+        tilelang_seen = "refused"
+    seen = {"FLA_FLASH_QLA": os.environ.get("FLA_FLASH_QLA"), "tilelang": tilelang_seen,
+            "TRITON_ABOVE_3_7_1": chunk_o.TRITON_ABOVE_3_7_1}
+    return peer_record.call("fla", args, kwargs, seen)
+'''
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def stand_ins(root):
+    files = {"torch/__init__.py": TORCH, "peer_record.py": RECORD,
+             "flash_qla/__init__.py": FLASH_QLA, "tilelang/__init__.py": "",
+             "fla/__init__.py": "", "fla/ops/__init__.py": "", "fla/ops/common/__init__.py": "",
+             "fla/ops/common/chunk_o.py": "TRITON_ABOVE_3_7_1 = False  # as with Triton 3.6\n",
+             "fla/ops/gated_delta_rule/__init__.py": FLA_GDN}
+    for name, text in files.items():
+        write(os.path.join(root, name), text)
+
+
+def write_inputs(folder, B, T, Hk, Hv, D, states):
+    """inputs.json / inputs.bin exactly as gdn-bench writes them (gdn_bench.cu, write_inputs)."""
+    specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
+             ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
+             ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
+    if states:
+        specs += [("h0", "f32", [B, Hv, D, D]), ("dht", "f32", [B, Hv, D, D])]
+    tensors, offset = [], 0
+    for name, dtype, dims in specs:
+        n = 1
+        for d in dims:
+            n *= d
+        size = n * (2 if dtype == "bf16" else 4)
+        tensors.append({"name": name, "dtype": dtype, "shape": dims, "offset": offset,
+                        "bytes": size})
+        offset += size
+    os.makedirs(folder)
+    with open(os.path.join(folder, "inputs.bin"), "wb") as f:
+        f.write(bytes(offset))
+    with open(os.path.join(folder, "inputs.json"), "w") as f:
+        json.dump({"format": "qwen-recipe gdn-bench tensors 1",
+                   "shape": {"name": "custom", "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
+                   "scale": GDN_BENCH_SCALE_D128, "l2norm": True, "tensors": tensors}, f)
+
+
+def recorded(path, env, argv):
+    """Runs argv with the stand-ins; returns, per peer, the distinct records {line: the call it
+    is (a backward: the call it runs the backward of)} and the calls in order; and the process."""
+    if os.path.exists(path):
+        os.remove(path)
+    p = subprocess.run([sys.executable] + argv, capture_output=True, text=True,
+                       env=dict(env, PEER_RECORD=path), timeout=120)
+    out = {}
+    for line in open(path) if os.path.exists(path) else []:
+        rec = json.loads(line)
+        call = json.loads(rec.get("call") or rec["backward"])
+        records, order = out.setdefault(call["peer"], ({}, []))
+        records[line.strip()] = call
+        if "call" in rec:
+            order.append(call)
+    return out, p
+
+
+def packed(call, offsets):
+    """A dense call at B = 1 turned into the call with these packed sequences."""
+    call = json.loads(json.dumps(call))
+    call["kwargs"]["cu_seqlens"] = {"dtype": "torch.int32", "shape": [len(offsets)],
+                                    "requires_grad": False, "values": offsets}
+    h0 = call["kwargs"].get("initial_state")
+    if h0:
+        h0["shape"][0] = len(offsets) - 1
+    return call
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    fake = os.path.join(WORK, "site")
+    stand_ins(fake)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "FLA_FLASH_QLA", "FLA_DISABLE_BACKEND_DISPATCH")}
+    env["PYTHONPATH"] = fake
+    driver, warm = os.path.join(SCRIPTS, "gdn_peers.py"), os.path.join(SCRIPTS, "peers_warm.py")
+    shapes = [("B2 T64", (2, 64, 1, 2, 128), False), ("B2 T64 states", (2, 64, 1, 2, 128), True),
+              ("B1 T96 states", (1, 96, 1, 2, 128), True)]
+    for label, dims, states in shapes:
+        folder = os.path.join(WORK, label.replace(" ", "-"))
+        write_inputs(folder, *dims, states)
+        for backend in ("flash_qla", "fla"):
+            what = f"{backend} {label}"
+            d, p = recorded(os.path.join(WORK, "driver.jsonl"), env, [
+                driver, "gdn", "--inputs", folder, "--out", folder + "-out", "--backend", backend,
+                "--modes", "all", "--warmup", "1", "--iters", "2"])
+            check(p.returncode == 0, f"{what}: driver exit code {p.returncode}: {p.stderr}")
+            doc = json.load(open(os.path.join(folder + "-out", "peers.json")))
+            times = doc["rows"][0].get("times", {})
+            check(sorted(times) == ["bwd", "fwd", "fwd-train", "fwdbwd"] and
+                  all(t["graph"] for t in times.values()),
+                  f"{what}: the driver timed every mode, graphs too: {doc['rows'][0]}")
+            args = ["--backend", backend, "--shape", ",".join(map(str, dims))]
+            args += ["--states"] if states else []
+            args += ["--varlen", "32,64", "--varlen", "96"] if dims[0] == 1 else []
+            w, p = recorded(os.path.join(WORK, "warm.jsonl"), env, [warm] + args)
+            check(p.returncode == 0, f"{what}: warm exit code {p.returncode}: {p.stderr}")
+            drv, drv_order = d.get(backend, ({}, []))
+            got, warm_order = w.get(backend, ({}, []))
+            check(drv and any('"backward"' in r for r in drv), f"{what}: the driver's calls "
+                  f"were recorded, backward included: {sorted(drv)}")
+            # The warm: the driver's two first calls, in order, then the same per --varlen set.
+            check(len(drv_order) > 2 and warm_order[:2] == drv_order[:2],
+                  f"{what}: the warm's first calls are the driver's first calls, in order:\n"
+                  f"  driver {drv_order[:2]}\n  warm   {warm_order[:2]}")
+            dense = {r for r, call in got.items() if call["kwargs"].get("cu_seqlens") is None}
+            check(dense == set(drv), f"{what}: the warm's calls are the driver's, every mode's:"
+                  f"\n  driver only: {sorted(set(drv) - dense)}\n  warm only: "
+                  f"{sorted(dense - set(drv))}")
+            sets = [[0, 32, 96], [0, 96]] if dims[0] == 1 else []
+            check(len(warm_order) == 2 + 2 * len(sets), f"{what}: the warm made "
+                  f"{len(warm_order)} calls, expected {2 + 2 * len(sets)}")
+            for i, cu in enumerate(sets):
+                calls = warm_order[2 + 2 * i:4 + 2 * i]
+                check(calls == [packed(c, cu) for c in drv_order[:2]],
+                      f"{what}: --varlen {cu}: the driver's calls with packed sequences:\n"
+                      f"  driver {drv_order[:2]}\n  warm   {calls}")
+            if backend == "fla":
+                seen = {json.dumps(c["seen"], sort_keys=True)
+                        for c in list(got.values()) + list(drv.values())}
+                check(seen == {json.dumps({"FLA_FLASH_QLA": "0", "tilelang": "refused",
+                                           "TRITON_ABOVE_3_7_1": True}, sort_keys=True)},
+                      f"{what}: FLA pinned to Triton (and FLA #640's guard lifted): {seen}")
+            else:
+                scales = {c["kwargs"].get("scale") for c in list(got.values()) +
+                          list(drv.values())}
+                check(scales == {GDN_BENCH_SCALE_D128}, f"{what}: the scale gdn-bench writes: "
+                      f"{scales}")
+
+    # The check can fail: a warm with FlashQLA's own scale makes other calls than the driver.
+    folder = os.path.join(WORK, "B2-T64")
+    d, _ = recorded(os.path.join(WORK, "driver.jsonl"), env, [
+        driver, "gdn", "--inputs", folder, "--out", folder + "-out2", "--backend", "flash_qla"])
+    w, _ = recorded(os.path.join(WORK, "warm.jsonl"), env, [
+        warm, "--backend", "flash_qla", "--shape", "2,64,1,2,128", "--scale", "none"])
+    check(d.get("flash_qla") and w.get("flash_qla") and
+          set(d["flash_qla"][0]) != set(w["flash_qla"][0]),
+          "the comparison tells a warm at another scale from the driver")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} failures", file=sys.stderr)
+        return 1
+    print(f"peers_warm.py makes the driver's calls: {len(shapes)} shapes x 2 backends, every mode")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
