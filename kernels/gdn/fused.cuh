@@ -439,6 +439,9 @@ std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace&
 std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                     const FwdInputs& in, const float* h0, const float* entering,
                                     cudaStream_t st);
+// fused_split.cu's seg_fwd on Hopper (fused_scan_hopper.cu): each segment's E and T.
+std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                  const FwdInputs& in, const float* h0, cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, bool states_saved, cudaStream_t st);

@@ -1,7 +1,8 @@
-// Fused GDN, the forward-recurrence scans on Hopper (sm_90a): fwd_scan and save_scan,
-// warp-specialised, every product on wgmma (hopper_wgmma.cuh). One CTA per (64 NS value columns,
-// value head), walking its chunks in order as fused_scan.cu's scans do, with the same algebra
-// (fused.cuh) and results; the roles run side by side and hand tiles over through shared memory:
+// Fused GDN, the forward-recurrence scans on Hopper (sm_90a): fwd_scan, save_scan and the split's
+// seg_fwd, warp-specialised, every product on wgmma (hopper_wgmma.cuh). One CTA per (64 NS value
+// columns, value head), walking its chunks in order as fused_scan.cu's scans do, with the same
+// algebra (fused.cuh) and results; the roles run side by side and hand tiles over through shared
+// memory:
 //
 //   producer warpgroup     chunk n's q, k, A, v slice, G, beta into stage n % kStages by
 //                          cp.async; signals full[stage]; refills a stage once empty[stage] says
@@ -18,6 +19,10 @@
 //                          diag(exp(G)) Q Sb_s + Ms Vn_s, to global.
 //   store warpgroup        save_scan, in the output's place: Sb_s (h_n) and Vn_s (v_new) to the
 //                          workspace in coalesced 16-byte pieces; no q tile, no Ms.
+//   seg_fwd                the state warpgroups alone, two CTAs per segment (NS = 2): one walks
+//                          E (the end state from zero; V as read), the other T (the transition,
+//                          from the identity; V = 0), from the segment's last sequence start
+//                          (fused_split.cu states the algebra), and saves it for the combine.
 //
 // Hand-offs between a state warpgroup s and the output (store) warpgroup are named-barrier
 // pairs, each generation of one held back by its partner (so neither side can lap the other):
@@ -64,6 +69,7 @@ struct alignas(1024) HopperFwdSmem {
   bf16 es[kC * 64 * NS]; // El .* v_new
   bf16 ms[kC * kC];      // Ms
   MBarrier full[kStagesOf<NS>], empty[kStagesOf<NS>];
+  int edge; // seg: the walk's restart slot
 };
 // 204 KB at NS = 2, 197 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
 static_assert(sizeof(HopperFwdSmem<2>) + 1024 <= 227 * 1024 &&
@@ -117,13 +123,17 @@ __device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
 
 #endif
 
-// kSave: save_scan (h_n and v_new for the backward, no o), the store warpgroup in the output's
-// place; else fwd_scan.
-template <int NS, bool kSave>
+// fwd: fwd_scan. save: save_scan (h_n and v_new for the backward, no o), the store warpgroup in
+// the output's place. seg: fused_split.cu's seg_fwd, NS = 2, two CTAs per segment (blockIdx.x:
+// its end state E from [V], its transition T from [0]), the state warpgroups alone.
+enum class Scan { fwd, save, seg };
+
+template <int NS, Scan kMode>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
     scan_hopper_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, Ref<bf16> o, float* ht,
                        const float* entering) {
 #if QR_GDN_WGMMA
+  constexpr bool kSave = kMode == Scan::save, kSeg = kMode == Scan::seg;
   constexpr int kStages = kStagesOf<NS>, BV = 64 * NS;
   // registers per thread by role (setmaxnreg): the producer needs few; the 128 x 64 fp32 state
   // and a 64 x 64 product (or the output's two 64 x 64 products) take 96-128 of the consumers'
@@ -132,16 +142,38 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   extern __shared__ char smem_raw[];
   HopperFwdSmem<NS>& sm = *reinterpret_cast<HopperFwdSmem<NS>*>(
       smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024));
-  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int v0 = kSeg ? 0 : blockIdx.x * BV; // seg: every column, of E or of T
+  const bool seg_move = kSeg && blockIdx.x == 1;
   const int warp = threadIdx.x / 32, wg = warp / 4;
-  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
+  int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, kSeg || entering != nullptr);
+  bool restart = false; // seg: the walk starts at the segment's last sequence start
+  if constexpr (kSeg) {
+    // nobody needs this segment's E and T (the last one, or the next starts a sequence): zeros
+    if (slots.y >= geo.NT || chunk_at(geo, ws, b, slots.y).first || slots.x >= slots.y) {
+      const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
+      float* out = (seg_move ? ws.seg_move : ws.seg_end) + at;
+      for (int i = threadIdx.x; i < kD * kD; i += blockDim.x)
+        out[i] = 0.f;
+      return;
+    }
+    if (threadIdx.x == 0)
+      sm.edge = slots.x - 1;
+    __syncthreads();
+    for (int n = slots.x + threadIdx.x; n < slots.y; n += blockDim.x)
+      if (chunk_at(geo, ws, b, n).first)
+        atomicMax(&sm.edge, n);
+    __syncthreads();
+    restart = sm.edge >= slots.x;
+    slots.x = restart ? sm.edge : slots.x;
+  }
   if ((kSave && !stamp_ok(geo, ws)) || slots.x >= slots.y)
     return;
   const int chunks = slots.y - slots.x;
   if (threadIdx.x == 0)
     for (int i = 0; i < kStages; ++i) {
       sm.full[i].init(128);
-      sm.empty[i].init(128 * (kSave ? NS : NS + 1)); // the store warpgroup reads no stage
+      sm.empty[i].init(128 * (kMode == Scan::fwd ? NS + 1 : NS)); // only the output reads stages
     }
   __syncthreads();
 
@@ -159,11 +191,12 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       HopperFwdStage<NS>& s = stage(i);
       const Chunk c = chunk_at(geo, ws, b, n);
       const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-      if constexpr (!kSave)
+      if constexpr (kMode == Scan::fwd)
         hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
       hopper::load_tile<128>(k_tile(i), ws.kn + krow0 * kD, kD, kC, id);
       hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
-      hopper::load_tile<128>(Tile<kC, BV>{s.v}, in.v.at(c.b, c.t0, h) + v0, in.v.st, c.len, id);
+      hopper::load_tile<128>(Tile<kC, BV>{s.v}, in.v.at(c.b, c.t0, h) + v0, in.v.st,
+                             seg_move ? 0 : c.len, id); // T's V is zero
       if (id < kC / 4)
         cp_async16(s.G + 4 * id, ws.G + row0 + 4 * id, true);
       cp_async_commit();
@@ -180,6 +213,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     return;
   }
 
+  if (kSeg && wg == NS) // seg has no output
+    return;
   hopper::set_max_registers<kConsumerRegs, true>();
   if (wg < NS) { // state warpgroup of slice `wg`
     const int sl = wg;
@@ -188,7 +223,17 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
                        es = Tile<kC, BV>{sm.es}.block(sl);
     const int col0 = v0 + 64 * sl; // this slice's first column in the state tensors
     Frag S[2];
-    {
+    if (seg_move) { // T from the identity, or from zero after a restart
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+          x0 = !restart && 64 * m + r == col0 + c ? 1.f : 0.f;
+          x1 = !restart && 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
+        });
+    } else if (kSeg) { // E from zero, or from the sequence's initial state after a restart
+      const float* at = restart ? state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, 0) : nullptr;
+      load_state(S, at ? at + col0 : nullptr);
+    } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.x);
       const float* at = entry_state(geo, c0, h0, entering, bh, h, 0);
       load_state(S, at ? at + col0 : nullptr);
@@ -211,14 +256,16 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         el[hi] = exp_ftz(Gl - s.G[r]);
       }
 
-      bar_sync(bar_id(sl, kSbFree), kPair); // the output warpgroup is done with the last Sb
+      if constexpr (!kSeg)
+        bar_sync(bar_id(sl, kSbFree), kPair); // the output warpgroup is done with the last Sb
 #pragma unroll
       for (int m = 0; m < 2; ++m)
         hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
           hopper::store_pair(sb, 64 * m + r, c, x0, x1);
         });
       fence_async();
-      bar_arrive(bar_id(sl, kSb), kPair);
+      if constexpr (!kSeg)
+        bar_arrive(bar_id(sl, kSb), kPair);
       bar_sync(bar_group(sl), kGroup);
 
       Frag X; // K S, then v_new
@@ -236,13 +283,16 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       X.zero();
       hopper::mma64<Lay::MK, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, xs);
       hopper::mma_wait(X);
-      bar_sync(bar_id(sl, kVnFree), kPair); // the output warpgroup is done with the last Vn
+      if constexpr (!kSeg)
+        bar_sync(bar_id(sl, kVnFree), kPair); // the output warpgroup is done with the last Vn
       hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
-        hopper::store_pair(vn, r, c, x0, x1);
+        if constexpr (!kSeg)
+          hopper::store_pair(vn, r, c, x0, x1);
         hopper::store_pair(es, r, c, el[hi] * x0, el[hi] * x1);
       });
       fence_async();
-      bar_arrive(bar_id(sl, kVn), kPair);
+      if constexpr (!kSeg)
+        bar_arrive(bar_id(sl, kVn), kPair);
       bar_sync(bar_group(sl), kGroup);
 
       const float decay = exp_ftz(Gl);
@@ -257,6 +307,10 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         float* at = state_of(ht, geo, cur, h, 0);
         save_state(S, at ? at + col0 : nullptr);
       }
+    }
+    if constexpr (kSeg) {
+      const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
+      save_state(S, (seg_move ? ws.seg_move : ws.seg_end) + at + col0);
     }
     return;
   }
@@ -358,15 +412,16 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #endif
 }
 
-template <int NS, bool kSave>
+template <int NS, Scan kMode>
 std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                       const float* h0, Ref<bf16> o, float* ht, const float* entering,
                       cudaStream_t st) {
-  const auto kernel = scan_hopper_kernel<NS, kSave>;
+  const auto kernel = scan_hopper_kernel<NS, kMode>;
   const size_t smem = sizeof(HopperFwdSmem<NS>) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<dim3(kD / sg.bv, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(
-      geo, ws, in, h0, o, ht, entering);
+  const int x = kMode == Scan::seg ? 2 : kD / sg.bv;
+  kernel<<<dim3(x, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(geo, ws, in, h0, o, ht,
+                                                                           entering);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
@@ -376,15 +431,20 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const Fw
 std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
                                    const float* entering, cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2, false>(geo, sg, ws, in, h0, o, ht, entering, st)
-                      : launch_ns<1, false>(geo, sg, ws, in, h0, o, ht, entering, st);
+  return sg.bv == 128 ? launch_ns<2, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, st)
+                      : launch_ns<1, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, st);
 }
 
 std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                     const FwdInputs& in, const float* h0, const float* entering,
                                     cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2, true>(geo, sg, ws, in, h0, {}, nullptr, entering, st)
-                      : launch_ns<1, true>(geo, sg, ws, in, h0, {}, nullptr, entering, st);
+  return sg.bv == 128 ? launch_ns<2, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, st)
+                      : launch_ns<1, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, st);
+}
+
+std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                  const FwdInputs& in, const float* h0, cudaStream_t st) {
+  return launch_ns<2, Scan::seg>(geo, sg, ws, in, h0, {}, nullptr, nullptr, st);
 }
 
 } // namespace qr::gdn::fused

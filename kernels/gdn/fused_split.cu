@@ -10,7 +10,8 @@
 // Q)^T do - w^T Ms^T do, maps the gradient leaving a segment to the one entering it the same way,
 // with T^bwd = M_first^T ... M_last^T.
 //
-//   seg_fwd, one CTA of 16 warps per (b, value head, segment): E and T side by side as one
+//   seg_fwd (on sm_90 devices fused_scan_hopper.cu's, the same walk on wgmma, E and T in two CTAs),
+//     one CTA of 16 warps per (b, value head, segment): E and T side by side as one
 //     128 x 256 state X = [E | T], from [0 | I], through the forward scan's per-chunk math with
 //     V = [V | 0]: v_new = u - w X = A diag(beta) (V - exp(G) .* (K X)), X = exp(Gl) X + K^T
 //     (El .* v_new), the same bf16 operand rounding as the scans. Two cp.async stages. Warp w owns
@@ -328,6 +329,11 @@ std::string launch_combine(const Geo& geo, ScanGrid sg, const Workspace& ws, boo
 
 std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, cudaStream_t st) {
+  if (sg.hopper) {
+    if (std::string e = launch_seg_fwd_hopper(geo, sg, ws, in, h0, st); !e.empty())
+      return e;
+    return launch_combine(geo, sg, ws, false, st);
+  }
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegFwdSmem))));
   seg_fwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegFwdSmem), st>>>(geo, ws, in,
