@@ -315,7 +315,9 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     return;
   }
 
-  if constexpr (kSave) { // store warpgroup: each chunk's h_n (its Sb) and v_new to global
+  if constexpr (kSeg) { // (its output warpgroup left before setmaxnreg)
+    return;
+  } else if constexpr (kSave) { // store warpgroup: each chunk's h_n (its Sb) and v_new to global
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
       bar_arrive(bar_id(sl, kSbFree), kPair);
@@ -343,70 +345,69 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       }
     }
     return;
-  }
-
-  // output warpgroup
-  const Tile<kC, kC> ms{sm.ms};
+  } else { // output warpgroup
+    const Tile<kC, kC> ms{sm.ms};
 #pragma unroll
-  for (int sl = 0; sl < NS; ++sl) { // the slices' first Sb and Vn are free to write
-    bar_arrive(bar_id(sl, kSbFree), kPair);
-    bar_arrive(bar_id(sl, kVnFree), kPair);
-  }
-  for (int i = 0; i < chunks; ++i) {
-    HopperFwdStage<NS>& s = stage(i);
-    sm.full[i % kStages].wait((i / kStages) & 1);
-    const Chunk cur = s.chunk;
-    const bool more = i + 1 < chunks;
-
-    bar_sync(bar_group(NS), kGroup); // every output warp is done with the last Ms
-    Frag M;
-    M.zero();
-    hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
-    hopper::mma_wait(M);
-    float gi[2], gs[2]; // per fragment row: G, scale exp(G)
-#pragma unroll
-    for (int hi = 0; hi < 2; ++hi) {
-      gi[hi] = s.G[hopper::frag_row(hi)];
-      gs[hi] = geo.scale * exp_ftz(gi[hi]);
+    for (int sl = 0; sl < NS; ++sl) { // the slices' first Sb and Vn are free to write
+      bar_arrive(bar_id(sl, kSbFree), kPair);
+      bar_arrive(bar_id(sl, kVnFree), kPair);
     }
-    hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
-      const float2 gj = *reinterpret_cast<const float2*>(s.G + c);
-      hopper::store_pair(ms, r, c, r >= c ? geo.scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
-                         r >= c + 1 ? geo.scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
-    });
-    fence_async();
-    bar_sync(bar_group(NS), kGroup);
+    for (int i = 0; i < chunks; ++i) {
+      HopperFwdStage<NS>& s = stage(i);
+      sm.full[i % kStages].wait((i / kStages) & 1);
+      const Chunk cur = s.chunk;
+      const bool more = i + 1 < chunks;
 
-    Frag P[NS]; // scale exp(G) .* (Q S), then o
+      bar_sync(bar_group(NS), kGroup); // every output warp is done with the last Ms
+      Frag M;
+      M.zero();
+      hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
+      hopper::mma_wait(M);
+      float gi[2], gs[2]; // per fragment row: G, scale exp(G)
 #pragma unroll
-    for (int sl = 0; sl < NS; ++sl) {
-      P[sl].zero();
-      bar_sync(bar_id(sl, kSb), kPair);
-      hopper::mma64<Lay::MK, Lay::KN, kD>(P[sl], q_tile(i), Tile<kD, BV>{sm.sb}.block(sl));
-    }
-    wait_all(P);
-#pragma unroll
-    for (int sl = 0; sl < NS; ++sl) {
-      if (more)
-        bar_arrive(bar_id(sl, kSbFree), kPair);
-      hopper::each_pair64(P[sl], [&](int hi, int, int, float& x0, float& x1) {
-        x0 *= gs[hi];
-        x1 *= gs[hi];
+      for (int hi = 0; hi < 2; ++hi) {
+        gi[hi] = s.G[hopper::frag_row(hi)];
+        gs[hi] = geo.scale * exp_ftz(gi[hi]);
+      }
+      hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
+        const float2 gj = *reinterpret_cast<const float2*>(s.G + c);
+        hopper::store_pair(ms, r, c, r >= c ? geo.scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
+                           r >= c + 1 ? geo.scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
       });
-      bar_sync(bar_id(sl, kVn), kPair);
-      hopper::mma64<Lay::MK, Lay::KN, kC>(P[sl], ms, Tile<kC, BV>{sm.vn}.block(sl));
-    }
-    wait_all(P);
-    sm.empty[i % kStages].arrive();
+      fence_async();
+      bar_sync(bar_group(NS), kGroup);
+
+      Frag P[NS]; // scale exp(G) .* (Q S), then o
 #pragma unroll
-    for (int sl = 0; sl < NS; ++sl) {
-      if (more)
-        bar_arrive(bar_id(sl, kVnFree), kPair);
-      bf16* dst = o.at(cur.b, cur.t0, h) + v0 + 64 * sl;
-      hopper::each_pair64(P[sl], [&](int, int r, int c, float& x0, float& x1) {
-        if (r < cur.len)
-          *reinterpret_cast<__nv_bfloat162*>(dst + r * o.st + c) = __floats2bfloat162_rn(x0, x1);
-      });
+      for (int sl = 0; sl < NS; ++sl) {
+        P[sl].zero();
+        bar_sync(bar_id(sl, kSb), kPair);
+        hopper::mma64<Lay::MK, Lay::KN, kD>(P[sl], q_tile(i), Tile<kD, BV>{sm.sb}.block(sl));
+      }
+      wait_all(P);
+#pragma unroll
+      for (int sl = 0; sl < NS; ++sl) {
+        if (more)
+          bar_arrive(bar_id(sl, kSbFree), kPair);
+        hopper::each_pair64(P[sl], [&](int hi, int, int, float& x0, float& x1) {
+          x0 *= gs[hi];
+          x1 *= gs[hi];
+        });
+        bar_sync(bar_id(sl, kVn), kPair);
+        hopper::mma64<Lay::MK, Lay::KN, kC>(P[sl], ms, Tile<kC, BV>{sm.vn}.block(sl));
+      }
+      wait_all(P);
+      sm.empty[i % kStages].arrive();
+#pragma unroll
+      for (int sl = 0; sl < NS; ++sl) {
+        if (more)
+          bar_arrive(bar_id(sl, kVnFree), kPair);
+        bf16* dst = o.at(cur.b, cur.t0, h) + v0 + 64 * sl;
+        hopper::each_pair64(P[sl], [&](int, int r, int c, float& x0, float& x1) {
+          if (r < cur.len)
+            *reinterpret_cast<__nv_bfloat162*>(dst + r * o.st + c) = __floats2bfloat162_rn(x0, x1);
+        });
+      }
     }
   }
 #endif
