@@ -479,6 +479,8 @@ std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
     if (std::string e = launch_split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_in : nullptr;
+  if (sg.hopper)
+    return launch_bwd_scan_hopper(geo, sg, ws, in, d_o, dht, dh0, entering, st);
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
                                in.beta, d_o, dht, dh0, entering)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,
