@@ -322,18 +322,28 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   for (int i = 0; i < chunks; ++i) {
     const int n = slots.y - 1 - i;
     const bool more = i + 1 < chunks;
+    // T_s = Ms^T do_s into sm.t (free: step i - 1's DNU_s syncs came first), every slice's
+    // product issued before the first is waited for
+    Frag T[NS];
 #pragma unroll
-    for (int sl = 0; sl < NS; ++sl) { // T_s = Ms^T do_s, where step i - 1's DNU_s left it free
-      Frag T;
-      T.zero();
-      hopper::mma64<Lay::KM, Lay::KN, kC>(T, ms, do_tile(i, sl));
-      hopper::mma_wait(T);
+    for (int sl = 0; sl < NS; ++sl) {
+      T[sl].zero();
+      hopper::mma64<Lay::KM, Lay::KN, kC>(T[sl], ms, do_tile(i, sl));
+    }
+    auto hand_t = [&](int sl) {
       float4* t = sm.t + sl * 8 * 128 + tid;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        t[j * 128] = make_float4(T.c[0][j][0], T.c[0][j][1], T.c[0][j][2], T.c[0][j][3]);
+        t[j * 128] =
+            make_float4(T[sl].c[0][j][0], T[sl].c[0][j][1], T[sl].c[0][j][2], T[sl].c[0][j][3]);
       bar_arrive(bar_id(sl, kTq), kPair);
+    };
+    if constexpr (NS == 2) {
+      hopper::mma_wait<1>(T[0]);
+      hand_t(0);
     }
+    hopper::mma_wait(T[NS - 1]);
+    hand_t(NS - 1);
     sm.empty[i % kStages].arrive();
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
