@@ -50,7 +50,7 @@ ScanGrid pair_grid(const Geo& geo, ScanGrid sg, int sms) {
     return {0, 0, false};
   if (2 * scan_ctas(geo, sg) <= sms)
     return sg;
-  const ScanGrid wide{128, sg.groups, false};
+  const ScanGrid wide{128, sg.groups, false, sg.hopper};
   return 2 * scan_ctas(geo, wide) <= sms ? wide : ScanGrid{0, 0, false};
 }
 
@@ -174,12 +174,13 @@ public:
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
     QR_CUDA_TRY(clear_status(ws.status, stream));
-    int dev = 0;
+    int dev = 0, major = 0;
     QR_CUDA_TRY(cudaGetDevice(&dev));
     std::string e;
     const int sms = sm_count(dev, e);
     if (!e.empty())
       return e;
+    QR_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     // the scans form what they need from the context: without one, prep forms it first
     if (!a.saved)
@@ -196,7 +197,9 @@ public:
                                a.d_initial_state, st);
       };
     };
-    const ScanGrid sg = scan_grid(geo, sms), pg = pair_grid(geo, sg, sms);
+    ScanGrid sg = scan_grid(geo, sms);
+    sg.hopper = major == 9; // as grid(): on an sm_90 device the scans are the Hopper ones
+    const ScanGrid pg = pair_grid(geo, sg, sms);
     bool paired = false;
     if (pg.bv && !(e = side_.pair(stream, bwd(pg), save(pg), &paired)).empty())
       return e;

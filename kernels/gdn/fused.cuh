@@ -418,7 +418,7 @@ __device__ __forceinline__ void form_ms(bf16* ms, const bf16* q, const bf16* k, 
 struct ScanGrid {
   int bv, groups;
   bool split;
-  bool hopper = false; // an sm_90 device: the forward scan is fused_scan_hopper.cu's
+  bool hopper = false; // an sm_90 device: the scans are the wgmma *_hopper.cu ones
 };
 ScanGrid scan_grid(const Geo& geo, int sm_count);
 
@@ -442,6 +442,11 @@ std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace
 // fused_split.cu's seg_fwd on Hopper (fused_scan_hopper.cu): each segment's E and T.
 std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                   const FwdInputs& in, const float* h0, cudaStream_t st);
+// The warp-specialised wgmma backward scan (fused_bwd_scan_hopper.cu; sm_90a), from the split's
+// leaving gradients when given (launch_bwd_scan runs the split first).
+std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                   const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                   float* dh0, const float* entering, cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, bool states_saved, cudaStream_t st);

@@ -1,5 +1,5 @@
-// Fused GDN, the sequential stage on mma.sync (on sm_90 devices fwd_scan and save_scan are
-// fused_scan_hopper.cu's warp-specialised wgmma kernels instead; these run on sm_100a / sm_103a):
+// Fused GDN, the sequential stage on mma.sync (on sm_90 devices all three are the warp-specialised
+// wgmma kernels of fused_scan_hopper.cu and fused_bwd_scan_hopper.cu; these run on sm_100a / 103a):
 // three scans over the chunks of one (value head, BV value columns), one CTA of 8 warps each, the
 // 128 x BV fp32 state slice in registers: warp w owns the 32 x BV/2 tile at rows 32 (w % 4),
 // columns BV/2 (w / 4). Warp tiles are at least 32 wide in both directions where they can be: with
@@ -483,6 +483,8 @@ std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
     if (std::string e = launch_split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_in : nullptr;
+  if (sg.hopper)
+    return launch_bwd_scan_hopper(geo, sg, ws, in, d_o, dht, dh0, entering, st);
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
                                in.beta, d_o, dht, dh0, entering)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,

@@ -88,30 +88,6 @@ __device__ __forceinline__ int bar_group(int wg) {
 constexpr int kPair = 256; // a state warpgroup and the output warpgroup
 constexpr int kGroup = 128;
 
-// The fp32 state at `at` (row stride kD; nullable: zero) into / out of a state warpgroup's two
-// accumulators (Dk rows 0-63, 64-127; this warpgroup's 64 columns start at `at`).
-__device__ __forceinline__ void load_state(Frag (&S)[2], const float* at) {
-#pragma unroll
-  for (int m = 0; m < 2; ++m) {
-    S[m].zero();
-    if (at)
-      hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
-        const float2 v = *reinterpret_cast<const float2*>(at + (64 * m + r) * kD + c);
-        x0 = v.x;
-        x1 = v.y;
-      });
-  }
-}
-__device__ __forceinline__ void save_state(Frag (&S)[2], float* at) {
-  if (!at)
-    return;
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-    hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
-      *reinterpret_cast<float2*>(at + (64 * m + r) * kD + c) = make_float2(x0, x1);
-    });
-}
-
 // Waits for every product in flight, then releases all of the slices' accumulators.
 template <int NS>
 __device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
@@ -140,8 +116,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   constexpr int kProducerRegs = 56, kConsumerRegs = NS == 2 ? 152 : 224;
   static_assert(kProducerRegs + (NS + 1) * kConsumerRegs <= 65536 / 128);
   extern __shared__ char smem_raw[];
-  HopperFwdSmem<NS>& sm = *reinterpret_cast<HopperFwdSmem<NS>*>(
-      smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024));
+  HopperFwdSmem<NS>& sm = hopper::aligned_smem<HopperFwdSmem<NS>>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int v0 = kSeg ? 0 : blockIdx.x * BV; // seg: every column, of E or of T
   const bool seg_move = kSeg && blockIdx.x == 1;
@@ -232,11 +207,11 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         });
     } else if (kSeg) { // E from zero, or from the sequence's initial state after a restart
       const float* at = restart ? state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, 0) : nullptr;
-      load_state(S, at ? at + col0 : nullptr);
+      hopper::load_slice(S, at ? at + col0 : nullptr, kD);
     } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.x);
       const float* at = entry_state(geo, c0, h0, entering, bh, h, 0);
-      load_state(S, at ? at + col0 : nullptr);
+      hopper::load_slice(S, at ? at + col0 : nullptr, kD);
     }
     for (int i = 0; i < chunks; ++i) {
       HopperFwdStage<NS>& s = stage(i);
@@ -244,7 +219,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       const Chunk cur = s.chunk;
       if (i > 0 && cur.first) { // varlen: this slot starts a sequence
         const float* at = state_of(h0, geo, cur, h, 0);
-        load_state(S, at ? at + col0 : nullptr);
+        hopper::load_slice(S, at ? at + col0 : nullptr, kD);
       }
       const float Gl = s.G[kC - 1];
       float gm[2], be[2], el[2]; // per fragment row: exp(G), beta, exp(Gl - G)
@@ -305,12 +280,13 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       sm.empty[i % kStages].arrive();
       if (cur.last) {
         float* at = state_of(ht, geo, cur, h, 0);
-        save_state(S, at ? at + col0 : nullptr);
+        if (at)
+          hopper::save_slice(S, at + col0, kD);
       }
     }
     if constexpr (kSeg) {
       const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
-      save_state(S, (seg_move ? ws.seg_move : ws.seg_end) + at + col0);
+      hopper::save_slice(S, (seg_move ? ws.seg_move : ws.seg_end) + at + col0, kD);
     }
     return;
   }

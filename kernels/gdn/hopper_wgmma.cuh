@@ -214,6 +214,35 @@ __device__ __forceinline__ int frag_row(int hi) {
   return 16 * (threadIdx.x / 32 % 4) + threadIdx.x % 32 / 4 + 8 * hi;
 }
 
+// A 128 x 64 fp32 slice at `at` (row stride ld; nullable when loading: zero) into / out of a
+// warpgroup's two accumulators (rows 0-63, 64-127): the scans' state slices.
+__device__ __forceinline__ void load_slice(Frag (&S)[2], const float* at, int ld) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+    S[m].zero();
+    if (at)
+      each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+        const float2 v = *reinterpret_cast<const float2*>(at + (64 * m + r) * ld + c);
+        x0 = v.x;
+        x1 = v.y;
+      });
+  }
+}
+__device__ __forceinline__ void save_slice(Frag (&S)[2], float* at, int ld) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+    each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+      *reinterpret_cast<float2*>(at + (64 * m + r) * ld + c) = make_float2(x0, x1);
+    });
+}
+
+// The kernel's shared-memory struct at the first 1024-byte boundary of the dynamic shared memory
+// (launch with 1024 bytes more than its size): the swizzled tiles need that alignment.
+template <class T>
+__device__ __forceinline__ T& aligned_smem(char* raw) {
+  return *reinterpret_cast<T*>(raw + (1024 - smem_addr(raw) % 1024) % 1024);
+}
+
 // A bf16 pair into / from a tile at (r, c), c even.
 template <int R, int C>
 __device__ __forceinline__ void store_pair(Tile<R, C> t, int r, int c, float x0, float x1) {

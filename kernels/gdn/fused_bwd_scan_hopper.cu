@@ -1,0 +1,356 @@
+// Fused GDN, the backward scan on Hopper (sm_90a): warp-specialised, every product on wgmma
+// (hopper_wgmma.cuh), laid out as fused_scan_hopper.cu's forward scan. One CTA per (64 NS value
+// columns, value head), walking its chunks in reverse as fused_scan.cu's bwd_scan does, with the
+// same algebra (fused.cuh) and results; dS is the gradient of the state leaving the chunk:
+//
+//   producer warpgroup     chunk n's q, k, A, do slice, G, beta into stage i % kStages (i the
+//                          walk's step, n = y - 1 - i) by cp.async; signals full[stage]; refills
+//                          a stage once empty[stage] says every consumer is done with it.
+//   state warpgroup s      dS of value columns [64 s, 64 s + 64) in registers (two m64n64
+//   (s < NS, 4 warps)      accumulators, Dk rows 0-63 and 64-127). The critical path, per chunk:
+//                            dS -> bf16 dSb_s (= dh_n)                           (hands on: DSB)
+//                            X = K dSb_s                                          8 k-steps
+//                              (meanwhile dS = exp(Gl) dS + Qs^T do_s             2 x 4 k-steps)
+//                            dv_new = El .* X + T_s -> Dnu_s                      (DNU)
+//                            Y = -diag(beta exp(G)) A^T Dnu_s -> Y_s              4 k-steps
+//                            dS += K^T Y_s                                        2 x 4 k-steps
+//   side warpgroup         the state-free pieces, a chunk ahead where it can: Ms = scale
+//   (4 warps)              lowerIncl(Q K^T .* D) from the raw Q, then Q scaled in place to Qs =
+//                          scale diag(exp(G)) Q (bwd_scan's rounding), then per slice T_s = Ms^T
+//                          do_s, kept fp32 (in the fragment order the state warpgroup reads it
+//                          in), so dv_new is rounded once as in bwd_scan; it copies dSb_s to ws.dh
+//                          and Dnu_s to ws.dnu in coalesced 16-byte pieces (fused_scan.cu says
+//                          why), forming the next chunk's Ms and Qs between the two copies.
+//
+// Hand-offs between a state warpgroup s and the side warpgroup are named-barrier pairs of 256
+// threads (4 per slice), each generation of one held back by its partner, so that neither side
+// can lap the other: DSB_s (state arrives once dSb_s is written, side syncs before copying it) and
+// DSB_FREE_s (side arrives once it is copied, state syncs before overwriting it; pre-arrived once);
+// DNU_s (state arrives once Dnu_s is written, and so once it has read T_s; side syncs before
+// copying Dnu_s and before writing the next T_s); TQ_s (side arrives once T_s and Qs are written,
+// after its copies of the last Dnu of every slice; state syncs before its Qs^T do, its reads of
+// T_s and its next Dnu_s write: TQ_s is Dnu_s's FREE barrier too). Per chunk and slice each
+// barrier completes once. Stages are mbarrier rings (full: the producer's 128 threads, empty: the
+// NS + 1 consumer warpgroups'). Products read shared memory through the async proxy, so every
+// writer fences (fence_async) before the barrier that publishes its tiles.
+//
+// Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (two
+// stages: 220 KB of shared memory) or NS = 1 (three stages, 205 KB). Four (NS = 2) or three
+// warpgroups, setmaxnreg as the forward: 56 registers for the producer, 152 / 224 for the
+// consumers. The stamp check first; varlen reloads of the final-state gradient, the initial-state
+// gradient saves and the split segments' leaving gradients as bwd_scan. Built for sm_90a only;
+// launch_bwd_scan picks it on sm_90 devices.
+#include "fused.cuh"
+#include "hopper_wgmma.cuh"
+
+namespace qr::gdn::fused {
+namespace {
+
+using hopper::bar_arrive;
+using hopper::bar_sync;
+using hopper::fence_async;
+using hopper::Frag;
+using hopper::MBarrier;
+using hopper::Tile;
+
+template <int NS>
+constexpr int kStagesOf = NS == 2 ? 2 : 3;
+
+template <int NS>
+struct alignas(1024) HopperBwdStage {
+  bf16 q[kC * kD]; // raw Q, then Qs in place (side warpgroup)
+  bf16 k[kC * kD], a[kC * kC], d_o[kC * 64 * NS];
+  float G[kC], beta[kC];
+  Chunk chunk;
+};
+
+template <int NS>
+struct alignas(1024) HopperBwdSmem {
+  HopperBwdStage<NS> st[kStagesOf<NS>];
+  bf16 dsb[kD * 64 * NS]; // leaving-state gradient, bf16 (block s: slice s)
+  bf16 dnu[kC * 64 * NS]; // dv_new
+  bf16 y[kC * 64 * NS];   // -diag(beta exp(G)) A^T dv_new
+  bf16 ms[kC * kC];       // Ms
+  // T_s = Ms^T do_s, fp32 in fragment order: float4 j of thread t (of 128) at [s][j][t] holds
+  // its Frag's c[0][j][0..3], so that each warp reads 512 contiguous bytes
+  float4 t[NS * 8 * 128];
+  MBarrier full[kStagesOf<NS>], empty[kStagesOf<NS>];
+};
+// 220 KB at NS = 2, 205 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
+static_assert(sizeof(HopperBwdSmem<2>) + 1024 <= 227 * 1024 &&
+              sizeof(HopperBwdSmem<1>) + 1024 <= 227 * 1024);
+
+#if QR_GDN_WGMMA // the device code below exists for sm_90a only
+// Named barrier ids: slice s's four hand-offs at 1 + 4 s + the HandOff, then one per warpgroup
+// for its own tiles (ids 9 ..).
+enum HandOff { kTq, kDsb, kDsbFree, kDnu };
+__device__ __forceinline__ int bar_id(int s, HandOff k) {
+  return 1 + 4 * s + k;
+}
+__device__ __forceinline__ int bar_group(int wg) {
+  return 9 + wg;
+}
+constexpr int kPair = 256; // a state warpgroup and the side warpgroup
+constexpr int kGroup = 128;
+
+#endif
+
+template <int NS>
+__global__ void __launch_bounds__(128 * (NS + 2), 1)
+    bwd_scan_hopper_kernel(Geo geo, Workspace ws, Ref<const bf16> beta, Ref<const bf16> d_o,
+                           const float* dht, float* dh0, const float* entering) {
+#if QR_GDN_WGMMA
+  constexpr int kStages = kStagesOf<NS>, BV = 64 * NS;
+  // registers per thread by role (setmaxnreg): the producer needs few; dS (128 x 64 fp32) and a
+  // 64 x 64 product (or the side's Ms and T products) take 96-128 of the consumers'
+  constexpr int kProducerRegs = 56, kConsumerRegs = NS == 2 ? 152 : 224;
+  static_assert(kProducerRegs + (NS + 1) * kConsumerRegs <= 65536 / 128);
+  extern __shared__ char smem_raw[];
+  HopperBwdSmem<NS>& sm = hopper::aligned_smem<HopperBwdSmem<NS>>(smem_raw);
+  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int warp = threadIdx.x / 32, wg = warp / 4;
+  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
+  if (!stamp_ok(geo, ws) || slots.x >= slots.y)
+    return;
+  const int chunks = slots.y - slots.x;
+  if (threadIdx.x == 0)
+    for (int i = 0; i < kStages; ++i) {
+      sm.full[i].init(128);
+      sm.empty[i].init(128 * (NS + 1));
+    }
+  __syncthreads();
+
+  // step i of the walk is slot slots.y - 1 - i, in stage i % kStages
+  auto stage = [&](int i) -> HopperBwdStage<NS>& { return sm.st[i % kStages]; };
+  auto q_tile = [&](int i) { return Tile<kC, kD>{stage(i).q}; };
+  auto k_tile = [&](int i) { return Tile<kC, kD>{stage(i).k}; };
+  auto do_tile = [&](int i, int sl) { return Tile<kC, BV>{stage(i).d_o}.block(sl); };
+
+  if (wg == NS + 1) { // producer warpgroup
+    hopper::set_max_registers<kProducerRegs, false>();
+    const int id = threadIdx.x % 128;
+    for (int i = 0; i < chunks; ++i) {
+      const int n = slots.y - 1 - i;
+      if (i >= kStages)
+        sm.empty[i % kStages].wait((i / kStages + 1) & 1);
+      HopperBwdStage<NS>& s = stage(i);
+      const Chunk c = chunk_at(geo, ws, b, n);
+      const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
+      hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
+      hopper::load_tile<128>(k_tile(i), ws.kn + krow0 * kD, kD, kC, id);
+      hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
+      hopper::load_tile<128>(Tile<kC, BV>{s.d_o}, d_o.at(c.b, c.t0, h) + v0, d_o.st, c.len, id);
+      if (id < kC / 4)
+        cp_async16(s.G + 4 * id, ws.G + row0 + 4 * id, true);
+      cp_async_commit();
+      const float be = id < c.len && id < kC ? __bfloat162float(*beta.at(c.b, c.t0 + id, h)) : 0.f;
+      if (id == 0)
+        s.chunk = c;
+      cp_async_wait<0>();
+      if (id < kC)
+        s.beta[id] = be;
+      fence_async();
+      sm.full[i % kStages].arrive();
+    }
+    return;
+  }
+
+  hopper::set_max_registers<kConsumerRegs, true>();
+  const int tid = threadIdx.x % 128; // index in the warpgroup
+  if (wg < NS) {                     // state warpgroup of slice `wg`
+    const int sl = wg;
+    const Tile<kD, 64> dsb = Tile<kD, BV>{sm.dsb}.block(sl);
+    const Tile<kC, 64> dnu = Tile<kC, BV>{sm.dnu}.block(sl), y = Tile<kC, BV>{sm.y}.block(sl);
+    const float4* t = sm.t + sl * 8 * 128 + tid;
+    const int col0 = v0 + 64 * sl; // this slice's first column in the state tensors
+    Frag dS[2];
+    {
+      const Chunk c0 = chunk_at(geo, ws, b, slots.y - 1);
+      const float* at = c0.last    ? state_of(dht, geo, c0, h, 0)
+                        : entering ? segment_state(entering, bh, 0)
+                                   : nullptr;
+      hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
+    }
+    for (int i = 0; i < chunks; ++i) {
+      HopperBwdStage<NS>& s = stage(i);
+      sm.full[i % kStages].wait((i / kStages) & 1);
+      const Chunk cur = s.chunk;
+      if (i > 0 && cur.last) { // varlen: this slot ends a sequence
+        const float* at = state_of(dht, geo, cur, h, 0);
+        hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
+      }
+      const float Gl = s.G[kC - 1];
+      float el[2], bg[2]; // per fragment row: exp(Gl - G), -beta exp(G)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int r = hopper::frag_row(hi);
+        el[hi] = exp_ftz(Gl - s.G[r]);
+        bg[hi] = -s.beta[r] * exp_ftz(s.G[r]);
+      }
+
+      bar_sync(bar_id(sl, kDsbFree), kPair); // the side warpgroup has copied the last dSb
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        hopper::each_pair64(dS[m], [&](int, int r, int c, float& x0, float& x1) {
+          hopper::store_pair(dsb, 64 * m + r, c, x0, x1);
+        });
+      fence_async();
+      bar_arrive(bar_id(sl, kDsb), kPair);
+      bar_sync(bar_group(sl), kGroup);
+
+      Frag X; // K dSb, then dv_new, then A^T dv_new
+      X.zero();
+      hopper::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), dsb);
+      // dS's state-free part beside the chain: exp(Gl) dS + Qs^T do, once Qs and T are there
+      const float decay = exp_ftz(Gl);
+      bar_sync(bar_id(sl, kTq), kPair);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        dS[m].each([&](int, int, float& x) { x *= decay; });
+        hopper::mma64<Lay::KM, Lay::KN, kC>(dS[m], q_tile(i).block(m), do_tile(i, sl));
+      }
+      hopper::mma_wait<2>(X);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float4 tj = t[j * 128];
+        X.c[0][j][0] = el[0] * X.c[0][j][0] + tj.x;
+        X.c[0][j][1] = el[0] * X.c[0][j][1] + tj.y;
+        X.c[0][j][2] = el[1] * X.c[0][j][2] + tj.z;
+        X.c[0][j][3] = el[1] * X.c[0][j][3] + tj.w;
+      }
+      hopper::each_pair64(X, [&](int, int r, int c, float& x0, float& x1) {
+        hopper::store_pair(dnu, r, c, x0, x1);
+      });
+      fence_async();
+      bar_arrive(bar_id(sl, kDnu), kPair);
+      bar_sync(bar_group(sl), kGroup);
+
+      X.zero();
+      hopper::mma64<Lay::KM, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, dnu);
+      hopper::mma_wait(X, dS[0], dS[1]);
+      hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
+        hopper::store_pair(y, r, c, bg[hi] * x0, bg[hi] * x1);
+      });
+      fence_async();
+      bar_sync(bar_group(sl), kGroup);
+
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        hopper::mma64<Lay::KM, Lay::KN, kC>(dS[m], k_tile(i).block(m), y);
+      hopper::mma_wait(dS[0], dS[1]);
+      sm.empty[i % kStages].arrive();
+      if (cur.first) {
+        float* at = state_of(dh0, geo, cur, h, 0);
+        if (at)
+          hopper::save_slice(dS, at + col0, kD);
+      }
+    }
+    return;
+  }
+
+  // side warpgroup: Ms and Qs of step i + 1 are formed between its copies of step i's dSb and
+  // Dnu, so that T of step i + 1 waits only for the state warpgroups' reads of T (DNU)
+  const Tile<kC, kC> ms{sm.ms};
+  auto form_ms_qs = [&](int i) {
+    HopperBwdStage<NS>& s = stage(i);
+    sm.full[i % kStages].wait((i / kStages) & 1);
+    bar_sync(bar_group(NS), kGroup); // every side warp is done with the last Ms
+    Frag M;
+    M.zero();
+    hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
+    hopper::mma_wait(M);
+    float gi[2]; // per fragment row: G
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi)
+      gi[hi] = s.G[hopper::frag_row(hi)];
+    hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
+      const float2 gj = *reinterpret_cast<const float2*>(s.G + c);
+      hopper::store_pair(ms, r, c, r >= c ? geo.scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
+                         r >= c + 1 ? geo.scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
+    });
+    // Qs = scale diag(exp(G)) Q in place of the raw Q, once every side warp has waited for its
+    // part of Q K^T (a warp's wait covers only its own part's reads): a tile row's 16-byte pieces
+    // stay in that row, row = offset / 64 in a block
+    bar_sync(bar_group(NS), kGroup);
+#pragma unroll
+    for (int k = 0; k < kC * kD / 8 / kGroup; ++k) {
+      const int p = tid + k * kGroup, r = p % (kC * 8) / 8;
+      const float f = geo.scale * exp_ftz(s.G[r]);
+      scale_piece(s.q + 8 * p, [&](int) { return make_float2(f, f); });
+    }
+    fence_async();
+    bar_sync(bar_group(NS), kGroup);
+  };
+#pragma unroll
+  for (int sl = 0; sl < NS; ++sl) // the slices' first dSb is free to write
+    bar_arrive(bar_id(sl, kDsbFree), kPair);
+  form_ms_qs(0);
+  for (int i = 0; i < chunks; ++i) {
+    const int n = slots.y - 1 - i;
+    const bool more = i + 1 < chunks;
+    // T_s = Ms^T do_s into sm.t (free: step i - 1's DNU_s syncs came first), every slice's
+    // product issued before the first is waited for
+    Frag T[NS];
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      T[sl].zero();
+      hopper::mma64<Lay::KM, Lay::KN, kC>(T[sl], ms, do_tile(i, sl));
+    }
+    auto hand_t = [&](int sl) {
+      float4* t = sm.t + sl * 8 * 128 + tid;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        t[j * 128] =
+            make_float4(T[sl].c[0][j][0], T[sl].c[0][j][1], T[sl].c[0][j][2], T[sl].c[0][j][3]);
+      bar_arrive(bar_id(sl, kTq), kPair);
+    };
+    if constexpr (NS == 2) {
+      hopper::mma_wait<1>(T[0]);
+      hand_t(0);
+    }
+    hopper::mma_wait(T[NS - 1]);
+    hand_t(NS - 1);
+    sm.empty[i % kStages].arrive();
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      bar_sync(bar_id(sl, kDsb), kPair);
+      hopper::store_tile<128>(Tile<kD, BV>{sm.dsb}.block(sl),
+                              ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD, tid);
+      if (more)
+        bar_arrive(bar_id(sl, kDsbFree), kPair);
+    }
+    if (more)
+      form_ms_qs(i + 1);
+#pragma unroll
+    for (int sl = 0; sl < NS; ++sl) {
+      bar_sync(bar_id(sl, kDnu), kPair);
+      hopper::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
+                              ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
+    }
+  }
+#endif
+}
+
+template <int NS>
+std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> beta,
+                      Ref<const bf16> d_o, const float* dht, float* dh0, const float* entering,
+                      cudaStream_t st) {
+  const auto kernel = bwd_scan_hopper_kernel<NS>;
+  const size_t smem = sizeof(HopperBwdSmem<NS>) + 1024; // + the 1024-byte alignment
+  QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<dim3(kD / sg.bv, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(
+      geo, ws, beta, d_o, dht, dh0, entering);
+  QR_CUDA_TRY(cudaGetLastError());
+  return {};
+}
+
+} // namespace
+
+std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                   const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                   float* dh0, const float* entering, cudaStream_t st) {
+  return sg.bv == 128 ? launch_ns<2>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st)
+                      : launch_ns<1>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st);
+}
+
+} // namespace qr::gdn::fused
