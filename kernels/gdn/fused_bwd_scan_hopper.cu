@@ -40,33 +40,19 @@
 // consumers. The stamp check first; varlen reloads of the final-state gradient, the initial-state
 // gradient saves and the split segments' leaving gradients as bwd_scan. Built for sm_90a only;
 // launch_bwd_scan picks it on sm_90 devices.
-#include "fused.cuh"
-#include "hopper_wgmma.cuh"
+#include "fused_hopper.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
+using namespace hopper_scan;
 using hopper::bar_arrive;
 using hopper::bar_sync;
 using hopper::fence_async;
-using hopper::Frag;
-using hopper::MBarrier;
-using hopper::Tile;
-
-template <int NS>
-constexpr int kStagesOf = NS == 2 ? 2 : 3;
-
-template <int NS>
-struct alignas(1024) HopperBwdStage {
-  bf16 q[kC * kD]; // raw Q, then Qs in place (side warpgroup)
-  bf16 k[kC * kD], a[kC * kC], d_o[kC * 64 * NS];
-  float G[kC], beta[kC];
-  Chunk chunk;
-};
 
 template <int NS>
 struct alignas(1024) HopperBwdSmem {
-  HopperBwdStage<NS> st[kStagesOf<NS>];
+  Ring<NS> ring;          // q: raw Q, then Qs in place (side warpgroup); x: do
   bf16 dsb[kD * 64 * NS]; // leaving-state gradient, bf16 (block s: slice s)
   bf16 dnu[kC * 64 * NS]; // dv_new
   bf16 y[kC * 64 * NS];   // -diag(beta exp(G)) A^T dv_new
@@ -74,37 +60,20 @@ struct alignas(1024) HopperBwdSmem {
   // T_s = Ms^T do_s, fp32 in fragment order: float4 j of thread t (of 128) at [s][j][t] holds
   // its Frag's c[0][j][0..3], so that each warp reads 512 contiguous bytes
   float4 t[NS * 8 * 128];
-  MBarrier full[kStagesOf<NS>], empty[kStagesOf<NS>];
 };
 // 220 KB at NS = 2, 205 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
 static_assert(sizeof(HopperBwdSmem<2>) + 1024 <= 227 * 1024 &&
               sizeof(HopperBwdSmem<1>) + 1024 <= 227 * 1024);
 
-#if QR_GDN_WGMMA // the device code below exists for sm_90a only
-// Named barrier ids: slice s's four hand-offs at 1 + 4 s + the HandOff, then one per warpgroup
-// for its own tiles (ids 9 ..).
+// The hand-offs of slice s (bar_id(s, k)).
 enum HandOff { kTq, kDsb, kDsbFree, kDnu };
-__device__ __forceinline__ int bar_id(int s, HandOff k) {
-  return 1 + 4 * s + k;
-}
-__device__ __forceinline__ int bar_group(int wg) {
-  return 9 + wg;
-}
-constexpr int kPair = 256; // a state warpgroup and the side warpgroup
-constexpr int kGroup = 128;
-
-#endif
 
 template <int NS>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
     bwd_scan_hopper_kernel(Geo geo, Workspace ws, Ref<const bf16> beta, Ref<const bf16> d_o,
                            const float* dht, float* dh0, const float* entering) {
 #if QR_GDN_WGMMA
-  constexpr int kStages = kStagesOf<NS>, BV = 64 * NS;
-  // registers per thread by role (setmaxnreg): the producer needs few; dS (128 x 64 fp32) and a
-  // 64 x 64 product (or the side's Ms and T products) take 96-128 of the consumers'
-  constexpr int kProducerRegs = 56, kConsumerRegs = NS == 2 ? 152 : 224;
-  static_assert(kProducerRegs + (NS + 1) * kConsumerRegs <= 65536 / 128);
+  constexpr int BV = 64 * NS;
   extern __shared__ char smem_raw[];
   HopperBwdSmem<NS>& sm = hopper::aligned_smem<HopperBwdSmem<NS>>(smem_raw);
   const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
@@ -114,48 +83,21 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     return;
   const int chunks = slots.y - slots.x;
   if (threadIdx.x == 0)
-    for (int i = 0; i < kStages; ++i) {
-      sm.full[i].init(128);
-      sm.empty[i].init(128 * (NS + 1));
-    }
+    sm.ring.init(NS + 1); // the state and side warpgroups
   __syncthreads();
 
   // step i of the walk is slot slots.y - 1 - i, in stage i % kStages
-  auto stage = [&](int i) -> HopperBwdStage<NS>& { return sm.st[i % kStages]; };
+  auto stage = [&](int i) -> Stage<NS>& { return sm.ring[i]; };
   auto q_tile = [&](int i) { return Tile<kC, kD>{stage(i).q}; };
   auto k_tile = [&](int i) { return Tile<kC, kD>{stage(i).k}; };
-  auto do_tile = [&](int i, int sl) { return Tile<kC, BV>{stage(i).d_o}.block(sl); };
+  auto do_tile = [&](int i, int sl) { return Tile<kC, BV>{stage(i).x}.block(sl); };
 
   if (wg == NS + 1) { // producer warpgroup
-    hopper::set_max_registers<kProducerRegs, false>();
-    const int id = threadIdx.x % 128;
-    for (int i = 0; i < chunks; ++i) {
-      const int n = slots.y - 1 - i;
-      if (i >= kStages)
-        sm.empty[i % kStages].wait((i / kStages + 1) & 1);
-      HopperBwdStage<NS>& s = stage(i);
-      const Chunk c = chunk_at(geo, ws, b, n);
-      const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-      hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
-      hopper::load_tile<128>(k_tile(i), ws.kn + krow0 * kD, kD, kC, id);
-      hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
-      hopper::load_tile<128>(Tile<kC, BV>{s.d_o}, d_o.at(c.b, c.t0, h) + v0, d_o.st, c.len, id);
-      if (id < kC / 4)
-        cp_async16(s.G + 4 * id, ws.G + row0 + 4 * id, true);
-      cp_async_commit();
-      const float be = id < c.len && id < kC ? __bfloat162float(*beta.at(c.b, c.t0 + id, h)) : 0.f;
-      if (id == 0)
-        s.chunk = c;
-      cp_async_wait<0>();
-      if (id < kC)
-        s.beta[id] = be;
-      fence_async();
-      sm.full[i % kStages].arrive();
-    }
+    produce<NS>(geo, ws, {true, false, d_o, beta}, sm.ring, slots.y - 1, chunks, true, bh, v0);
     return;
   }
 
-  hopper::set_max_registers<kConsumerRegs, true>();
+  hopper::set_max_registers<kConsumerRegs<NS>, true>();
   const int tid = threadIdx.x % 128; // index in the warpgroup
   if (wg < NS) {                     // state warpgroup of slice `wg`
     const int sl = wg;
@@ -172,8 +114,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
     }
     for (int i = 0; i < chunks; ++i) {
-      HopperBwdStage<NS>& s = stage(i);
-      sm.full[i % kStages].wait((i / kStages) & 1);
+      Stage<NS>& s = sm.ring.landed(i);
       const Chunk cur = s.chunk;
       if (i > 0 && cur.last) { // varlen: this slot ends a sequence
         const float* at = state_of(dht, geo, cur, h, 0);
@@ -238,7 +179,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       for (int m = 0; m < 2; ++m)
         hopper::mma64<Lay::KM, Lay::KN, kC>(dS[m], k_tile(i).block(m), y);
       hopper::mma_wait(dS[0], dS[1]);
-      sm.empty[i % kStages].arrive();
+      sm.ring.release(i);
       if (cur.first) {
         float* at = state_of(dh0, geo, cur, h, 0);
         if (at)
@@ -252,22 +193,13 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   // Dnu, so that T of step i + 1 waits only for the state warpgroups' reads of T (DNU)
   const Tile<kC, kC> ms{sm.ms};
   auto form_ms_qs = [&](int i) {
-    HopperBwdStage<NS>& s = stage(i);
-    sm.full[i % kStages].wait((i / kStages) & 1);
+    Stage<NS>& s = sm.ring.landed(i);
     bar_sync(bar_group(NS), kGroup); // every side warp is done with the last Ms
     Frag M;
     M.zero();
     hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
     hopper::mma_wait(M);
-    float gi[2]; // per fragment row: G
-#pragma unroll
-    for (int hi = 0; hi < 2; ++hi)
-      gi[hi] = s.G[hopper::frag_row(hi)];
-    hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
-      const float2 gj = *reinterpret_cast<const float2*>(s.G + c);
-      hopper::store_pair(ms, r, c, r >= c ? geo.scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
-                         r >= c + 1 ? geo.scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
-    });
+    store_ms(M, ms, s.G, geo.scale);
     // Qs = scale diag(exp(G)) Q in place of the raw Q, once every side warp has waited for its
     // part of Q K^T (a warp's wait covers only its own part's reads): a tile row's 16-byte pieces
     // stay in that row, row = offset / 64 in a block
@@ -310,7 +242,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     }
     hopper::mma_wait(T[NS - 1]);
     hand_t(NS - 1);
-    sm.empty[i % kStages].arrive();
+    sm.ring.release(i);
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
       bar_sync(bar_id(sl, kDsb), kPair);

@@ -32,72 +32,37 @@
 // proxy, so every writer fences (fence_async) before the barrier that publishes its tiles.
 //
 // Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (128
-// columns, two stages: 204 KB of shared memory) where the (batch, value head) pairs fill the GPU,
-// else NS = 1 (three stages, 197 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
+// columns, two stages: 205 KB of shared memory) where the (batch, value head) pairs fill the GPU,
+// else NS = 1 (three stages, 198 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
 // producer 56 registers and the consumers the rest (152 / 224). Varlen restarts, split segments,
 // the final states and save_scan's stamp check as there. Built for sm_90a only; the launchers
 // pick it on sm_90 devices.
-#include "fused.cuh"
-#include "hopper_wgmma.cuh"
+#include "fused_hopper.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
+using namespace hopper_scan;
 using hopper::bar_arrive;
 using hopper::bar_sync;
 using hopper::fence_async;
-using hopper::Frag;
-using hopper::MBarrier;
-using hopper::Tile;
-
-template <int NS>
-constexpr int kStagesOf = NS == 2 ? 2 : 3;
-
-template <int NS>
-struct alignas(1024) HopperFwdStage {
-  bf16 q[kC * kD], k[kC * kD], a[kC * kC], v[kC * 64 * NS];
-  float G[kC], beta[kC];
-  Chunk chunk;
-};
 
 template <int NS>
 struct alignas(1024) HopperFwdSmem {
-  HopperFwdStage<NS> st[kStagesOf<NS>];
+  Ring<NS> ring;
   bf16 sb[kD * 64 * NS]; // entering state, bf16 (block s: slice s)
   bf16 xs[kC * 64 * NS]; // diag(beta) (V - exp(G) .* (K S))
   bf16 vn[kC * 64 * NS]; // v_new
   bf16 es[kC * 64 * NS]; // El .* v_new
   bf16 ms[kC * kC];      // Ms
-  MBarrier full[kStagesOf<NS>], empty[kStagesOf<NS>];
-  int edge; // seg: the walk's restart slot
+  int edge;              // seg: the walk's restart slot
 };
-// 204 KB at NS = 2, 197 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
+// 205 KB at NS = 2, 198 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
 static_assert(sizeof(HopperFwdSmem<2>) + 1024 <= 227 * 1024 &&
               sizeof(HopperFwdSmem<1>) + 1024 <= 227 * 1024);
 
-#if QR_GDN_WGMMA // the device code below exists for sm_90a only
-// Named barrier ids: slice s's four hand-offs at 1 + 4 s + the HandOff, then one per warpgroup
-// for its own tiles (ids 9 ..).
+// The hand-offs of slice s (bar_id(s, k)).
 enum HandOff { kSb, kSbFree, kVn, kVnFree };
-__device__ __forceinline__ int bar_id(int s, HandOff k) {
-  return 1 + 4 * s + k;
-}
-__device__ __forceinline__ int bar_group(int wg) {
-  return 9 + wg;
-}
-constexpr int kPair = 256; // a state warpgroup and the output warpgroup
-constexpr int kGroup = 128;
-
-// Waits for every product in flight, then releases all of the slices' accumulators.
-template <int NS>
-__device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
-  if constexpr (NS == 2)
-    hopper::mma_wait(P[0], P[1]);
-  else
-    hopper::mma_wait(P[0]);
-}
-
-#endif
 
 // fwd: fwd_scan. save: save_scan (h_n and v_new for the backward, no o), the store warpgroup in
 // the output's place. seg: fused_split.cu's seg_fwd, NS = 2, two CTAs per segment (blockIdx.x:
@@ -110,11 +75,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
                        const float* entering) {
 #if QR_GDN_WGMMA
   constexpr bool kSave = kMode == Scan::save, kSeg = kMode == Scan::seg;
-  constexpr int kStages = kStagesOf<NS>, BV = 64 * NS;
-  // registers per thread by role (setmaxnreg): the producer needs few; the 128 x 64 fp32 state
-  // and a 64 x 64 product (or the output's two 64 x 64 products) take 96-128 of the consumers'
-  constexpr int kProducerRegs = 56, kConsumerRegs = NS == 2 ? 152 : 224;
-  static_assert(kProducerRegs + (NS + 1) * kConsumerRegs <= 65536 / 128);
+  constexpr int BV = 64 * NS;
   extern __shared__ char smem_raw[];
   HopperFwdSmem<NS>& sm = hopper::aligned_smem<HopperFwdSmem<NS>>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
@@ -146,51 +107,22 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     return;
   const int chunks = slots.y - slots.x;
   if (threadIdx.x == 0)
-    for (int i = 0; i < kStages; ++i) {
-      sm.full[i].init(128);
-      sm.empty[i].init(128 * (kMode == Scan::fwd ? NS + 1 : NS)); // only the output reads stages
-    }
+    sm.ring.init(kMode == Scan::fwd ? NS + 1 : NS); // the output reads stages, not the store
   __syncthreads();
 
-  auto stage = [&](int i) -> HopperFwdStage<NS>& { return sm.st[i % kStages]; };
+  auto stage = [&](int i) -> Stage<NS>& { return sm.ring[i]; };
   auto q_tile = [&](int i) { return Tile<kC, kD>{stage(i).q}; };
   auto k_tile = [&](int i) { return Tile<kC, kD>{stage(i).k}; };
 
-  if (wg == NS + 1) { // producer warpgroup
-    hopper::set_max_registers<kProducerRegs, false>();
-    const int id = threadIdx.x % 128;
-    for (int i = 0; i < chunks; ++i) {
-      const int n = slots.x + i;
-      if (i >= kStages)
-        sm.empty[i % kStages].wait((i / kStages + 1) & 1);
-      HopperFwdStage<NS>& s = stage(i);
-      const Chunk c = chunk_at(geo, ws, b, n);
-      const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
-      if constexpr (kMode == Scan::fwd)
-        hopper::load_tile<128>(q_tile(i), ws.qn + krow0 * kD, kD, kC, id);
-      hopper::load_tile<128>(k_tile(i), ws.kn + krow0 * kD, kD, kC, id);
-      hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
-      hopper::load_tile<128>(Tile<kC, BV>{s.v}, in.v.at(c.b, c.t0, h) + v0, in.v.st,
-                             seg_move ? 0 : c.len, id); // T's V is zero
-      if (id < kC / 4)
-        cp_async16(s.G + 4 * id, ws.G + row0 + 4 * id, true);
-      cp_async_commit();
-      const float beta =
-          id < c.len && id < kC ? __bfloat162float(*in.beta.at(c.b, c.t0 + id, h)) : 0.f;
-      if (id == 0)
-        s.chunk = c;
-      cp_async_wait<0>();
-      if (id < kC)
-        s.beta[id] = beta;
-      fence_async();
-      sm.full[i % kStages].arrive();
-    }
+  if (wg == NS + 1) { // producer warpgroup (T's V is zero)
+    produce<NS>(geo, ws, {kMode == Scan::fwd, seg_move, in.v, in.beta}, sm.ring, slots.x, chunks,
+                false, bh, v0);
     return;
   }
 
   if (kSeg && wg == NS) // seg has no output
     return;
-  hopper::set_max_registers<kConsumerRegs, true>();
+  hopper::set_max_registers<kConsumerRegs<NS>, true>();
   if (wg < NS) { // state warpgroup of slice `wg`
     const int sl = wg;
     const Tile<kD, 64> sb = Tile<kD, BV>{sm.sb}.block(sl);
@@ -214,8 +146,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       hopper::load_slice(S, at ? at + col0 : nullptr, kD);
     }
     for (int i = 0; i < chunks; ++i) {
-      HopperFwdStage<NS>& s = stage(i);
-      sm.full[i % kStages].wait((i / kStages) & 1);
+      Stage<NS>& s = sm.ring.landed(i);
       const Chunk cur = s.chunk;
       if (i > 0 && cur.first) { // varlen: this slot starts a sequence
         const float* at = state_of(h0, geo, cur, h, 0);
@@ -247,7 +178,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       X.zero();
       hopper::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), sb);
       hopper::mma_wait(X);
-      const Tile<kC, 64> v = Tile<kC, BV>{s.v}.block(sl);
+      const Tile<kC, 64> v = Tile<kC, BV>{s.x}.block(sl);
       hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
         const float2 vv = hopper::load_pair(v, r, c);
         hopper::store_pair(xs, r, c, be[hi] * (vv.x - gm[hi] * x0), be[hi] * (vv.y - gm[hi] * x1));
@@ -277,7 +208,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         hopper::mma64<Lay::KM, Lay::KN, kC>(S[m], k_tile(i).block(m), es);
       }
       hopper::mma_wait(S[0], S[1]);
-      sm.empty[i % kStages].arrive();
+      sm.ring.release(i);
       if (cur.last) {
         float* at = state_of(ht, geo, cur, h, 0);
         if (at)
@@ -329,8 +260,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       bar_arrive(bar_id(sl, kVnFree), kPair);
     }
     for (int i = 0; i < chunks; ++i) {
-      HopperFwdStage<NS>& s = stage(i);
-      sm.full[i % kStages].wait((i / kStages) & 1);
+      Stage<NS>& s = sm.ring.landed(i);
       const Chunk cur = s.chunk;
       const bool more = i + 1 < chunks;
 
@@ -339,17 +269,11 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       M.zero();
       hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
       hopper::mma_wait(M);
-      float gi[2], gs[2]; // per fragment row: G, scale exp(G)
+      store_ms(M, ms, s.G, geo.scale);
+      float gs[2]; // per fragment row: scale exp(G)
 #pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        gi[hi] = s.G[hopper::frag_row(hi)];
-        gs[hi] = geo.scale * exp_ftz(gi[hi]);
-      }
-      hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
-        const float2 gj = *reinterpret_cast<const float2*>(s.G + c);
-        hopper::store_pair(ms, r, c, r >= c ? geo.scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
-                           r >= c + 1 ? geo.scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
-      });
+      for (int hi = 0; hi < 2; ++hi)
+        gs[hi] = geo.scale * exp_ftz(s.G[hopper::frag_row(hi)]);
       fence_async();
       bar_sync(bar_group(NS), kGroup);
 
@@ -373,7 +297,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         hopper::mma64<Lay::MK, Lay::KN, kC>(P[sl], ms, Tile<kC, BV>{sm.vn}.block(sl));
       }
       wait_all(P);
-      sm.empty[i % kStages].arrive();
+      sm.ring.release(i);
 #pragma unroll
       for (int sl = 0; sl < NS; ++sl) {
         if (more)
