@@ -447,6 +447,10 @@ std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& 
 std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
                                    float* dh0, const float* entering, cudaStream_t st);
+// fused_split.cu's seg_bwd on Hopper (fused_bwd_scan_hopper.cu): each segment's dE and T^bwd.
+std::string launch_seg_bwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                  const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                  cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, bool states_saved, cudaStream_t st);

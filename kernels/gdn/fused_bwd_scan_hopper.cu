@@ -60,6 +60,7 @@ struct alignas(1024) HopperBwdSmem {
   // T_s = Ms^T do_s, fp32 in fragment order: float4 j of thread t (of 128) at [s][j][t] holds
   // its Frag's c[0][j][0..3], so that each warp reads 512 contiguous bytes
   float4 t[NS * 8 * 128];
+  int edge; // seg: the walk's restart slot
 };
 // 220 KB at NS = 2, 205 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
 static_assert(sizeof(HopperBwdSmem<2>) + 1024 <= 227 * 1024 &&
@@ -68,7 +69,10 @@ static_assert(sizeof(HopperBwdSmem<2>) + 1024 <= 227 * 1024 &&
 // The hand-offs of slice s (bar_id(s, k)).
 enum HandOff { kTq, kDsb, kDsbFree, kDnu };
 
-template <int NS>
+// kSeg: fused_split.cu's seg_bwd, NS = 2, two CTAs per segment (blockIdx.x: the gradient dE
+// entering it from [do], its transposed transition T^bwd from [0]), walking down from the
+// segment's first sequence end; no dh_n or dv_new stores. Else bwd_scan.
+template <int NS, bool kSeg>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
     bwd_scan_hopper_kernel(Geo geo, Workspace ws, Ref<const bf16> beta, Ref<const bf16> d_o,
                            const float* dht, float* dh0, const float* entering) {
@@ -76,10 +80,35 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   constexpr int BV = 64 * NS;
   extern __shared__ char smem_raw[];
   HopperBwdSmem<NS>& sm = hopper::aligned_smem<HopperBwdSmem<NS>>(smem_raw);
-  const int v0 = blockIdx.x * BV, bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
+  const int v0 = kSeg ? 0 : blockIdx.x * BV; // seg: every column, of dE or of T^bwd
+  const bool seg_move = kSeg && blockIdx.x == 1;
   const int warp = threadIdx.x / 32, wg = warp / 4;
-  const int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, entering != nullptr);
-  if (!stamp_ok(geo, ws) || slots.x >= slots.y)
+  int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, kSeg || entering != nullptr);
+  const bool context_ok = stamp_ok(geo, ws);
+  bool restart = false; // seg: the walk starts at the segment's first sequence end
+  if constexpr (kSeg) {
+    // nobody needs this segment's dE and T^bwd (the first one, or the one before ends a
+    // sequence): zeros
+    if (!context_ok || slots.x == 0 || chunk_at(geo, ws, b, slots.x - 1).last ||
+        slots.x >= slots.y) {
+      const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
+      float* out = (seg_move ? ws.seg_move : ws.seg_end) + at;
+      for (int i = threadIdx.x; i < kD * kD; i += blockDim.x)
+        out[i] = 0.f;
+      return;
+    }
+    if (threadIdx.x == 0)
+      sm.edge = slots.y;
+    __syncthreads();
+    for (int n = slots.x + threadIdx.x; n < slots.y; n += blockDim.x)
+      if (chunk_at(geo, ws, b, n).last)
+        atomicMin(&sm.edge, n);
+    __syncthreads();
+    restart = sm.edge < slots.y;
+    slots.y = restart ? sm.edge + 1 : slots.y; // the walk's top slot is slots.y - 1
+  }
+  if (!context_ok || slots.x >= slots.y)
     return;
   const int chunks = slots.y - slots.x;
   if (threadIdx.x == 0)
@@ -93,7 +122,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   auto do_tile = [&](int i, int sl) { return Tile<kC, BV>{stage(i).x}.block(sl); };
 
   if (wg == NS + 1) { // producer warpgroup
-    produce<NS>(geo, ws, {true, false, d_o, beta}, sm.ring, slots.y - 1, chunks, true, bh, v0);
+    produce<NS>(geo, ws, {true, seg_move, d_o, beta}, sm.ring, slots.y - 1, chunks, true, bh,
+                v0); // T^bwd's do is zero
     return;
   }
 
@@ -106,7 +136,18 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     const float4* t = sm.t + sl * 8 * 128 + tid;
     const int col0 = v0 + 64 * sl; // this slice's first column in the state tensors
     Frag dS[2];
-    {
+    if (seg_move) { // T^bwd from the identity, or from zero after a restart
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        hopper::each_pair64(dS[m], [&](int, int r, int c, float& x0, float& x1) {
+          x0 = !restart && 64 * m + r == col0 + c ? 1.f : 0.f;
+          x1 = !restart && 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
+        });
+    } else if (kSeg) { // dE from zero, or from the sequence's final-state gradient after a restart
+      const float* at =
+          restart ? state_of(dht, geo, chunk_at(geo, ws, b, slots.y - 1), h, 0) : nullptr;
+      hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
+    } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.y - 1);
       const float* at = c0.last    ? state_of(dht, geo, c0, h, 0)
                         : entering ? segment_state(entering, bh, 0)
@@ -186,6 +227,10 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
           hopper::save_slice(dS, at + col0, kD);
       }
     }
+    if constexpr (kSeg) {
+      const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
+      hopper::save_slice(dS, (seg_move ? ws.seg_move : ws.seg_end) + at + col0, kD);
+    }
     return;
   }
 
@@ -246,8 +291,10 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
       bar_sync(bar_id(sl, kDsb), kPair);
-      hopper::store_tile<128>(Tile<kD, BV>{sm.dsb}.block(sl),
-                              ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD, tid);
+      if constexpr (!kSeg)
+        hopper::store_tile<128>(Tile<kD, BV>{sm.dsb}.block(sl),
+                                ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD,
+                                tid);
       if (more)
         bar_arrive(bar_id(sl, kDsbFree), kPair);
     }
@@ -256,22 +303,24 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
       bar_sync(bar_id(sl, kDnu), kPair);
-      hopper::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
-                              ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
+      if constexpr (!kSeg)
+        hopper::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
+                                ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
     }
   }
 #endif
 }
 
-template <int NS>
+template <int NS, bool kSeg>
 std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> beta,
                       Ref<const bf16> d_o, const float* dht, float* dh0, const float* entering,
                       cudaStream_t st) {
-  const auto kernel = bwd_scan_hopper_kernel<NS>;
+  const auto kernel = bwd_scan_hopper_kernel<NS, kSeg>;
   const size_t smem = sizeof(HopperBwdSmem<NS>) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<dim3(kD / sg.bv, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(
-      geo, ws, beta, d_o, dht, dh0, entering);
+  const int x = kSeg ? 2 : kD / sg.bv;
+  kernel<<<dim3(x, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(geo, ws, beta, d_o, dht,
+                                                                           dh0, entering);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
@@ -281,8 +330,14 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<cons
 std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
                                    float* dh0, const float* entering, cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st)
-                      : launch_ns<1>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st);
+  return sg.bv == 128 ? launch_ns<2, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st)
+                      : launch_ns<1, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st);
+}
+
+std::string launch_seg_bwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                  const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                  cudaStream_t st) {
+  return launch_ns<2, true>(geo, sg, ws, in.beta, d_o, dht, nullptr, nullptr, st);
 }
 
 } // namespace qr::gdn::fused

@@ -17,7 +17,8 @@
 //     (El .* v_new), the same bf16 operand rounding as the scans. Two cp.async stages. Warp w owns
 //     the 32 x 64 state tile at rows 32 (w % 4), columns 64 (w / 4) (warps 0-7 E, 8-15 T) and the
 //     32 x 32 v_new tile at rows 32 (w % 2), columns 32 (w / 2).
-//   seg_bwd, likewise in reverse: X = [dE | T^bwd] from [0 | I] through the backward scan's math
+//   seg_bwd (on sm_90 devices fused_bwd_scan_hopper.cu's, dE and T^bwd in two CTAs), likewise in
+//     reverse: X = [dE | T^bwd] from [0 | I] through the backward scan's math
 //     with do = [do | 0], forming Ms and w^T dv_new from the context as bwd_scan does:
 //     dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do - w^T dv_new. One
 //     stage (the tiles of both stages would not fit).
@@ -344,6 +345,11 @@ std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, c
 
 std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              Ref<const bf16> d_o, const float* dht, cudaStream_t st) {
+  if (sg.hopper) {
+    if (std::string e = launch_seg_bwd_hopper(geo, sg, ws, in, d_o, dht, st); !e.empty())
+      return e;
+    return launch_combine(geo, sg, ws, true, st);
+  }
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegBwdSmem))));
   seg_bwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegBwdSmem), st>>>(
