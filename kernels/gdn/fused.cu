@@ -6,6 +6,7 @@
 // run clears the workspace's status word first (input_error).
 #include "fused.cuh"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -24,7 +25,7 @@ int sm_count(int dev, std::string& e) {
   return sms;
 }
 
-// The forward's scan grid; on an sm_90 device its scan is the warp-specialised Hopper one.
+// The forward's scan grid, with the scans that take their Hopper kernels.
 std::string grid(const Geo& geo, ScanGrid& sg) {
   int dev = 0, major = 0;
   QR_CUDA_TRY(cudaGetDevice(&dev));
@@ -32,7 +33,8 @@ std::string grid(const Geo& geo, ScanGrid& sg) {
   const int sms = sm_count(dev, e);
   QR_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   sg = scan_grid(geo, sms);
-  sg.hopper = major == 9;
+  if (std::string bad = hopper_scans(major, sg.hopper); !bad.empty())
+    return bad;
   return e;
 }
 
@@ -181,6 +183,9 @@ public:
     if (!e.empty())
       return e;
     QR_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    ScanGrid sg = scan_grid(geo, sms);
+    if (e = hopper_scans(major, sg.hopper); !e.empty())
+      return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     // the scans form what they need from the context: without one, prep forms it first
     if (!a.saved)
@@ -197,8 +202,6 @@ public:
                                a.d_initial_state, st);
       };
     };
-    ScanGrid sg = scan_grid(geo, sms);
-    sg.hopper = major == 9; // as grid(): on an sm_90 device the scans are the Hopper ones
     const ScanGrid pg = pair_grid(geo, sg, sms);
     bool paired = false;
     if (pg.bv && !(e = side_.pair(stream, bwd(pg), save(pg), &paired)).empty())
@@ -217,6 +220,16 @@ private:
 };
 
 } // namespace
+
+namespace fused {
+std::string hopper_scans(int major, unsigned& bits) {
+  if (major != 9) {
+    bits = 0;
+    return {};
+  }
+  return parse_hopper_scans(std::getenv("QR_GDN_HOPPER_SCANS"), bits);
+}
+} // namespace fused
 
 std::unique_ptr<Backend> make_fused_backend() {
   return std::make_unique<Fused>();

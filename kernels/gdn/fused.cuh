@@ -72,6 +72,7 @@
 #pragma once
 
 #include "chunked.cuh"
+#include "hopper_scans.h"
 
 namespace qr::gdn::fused {
 
@@ -418,8 +419,13 @@ __device__ __forceinline__ void form_ms(bf16* ms, const bf16* q, const bf16* k, 
 struct ScanGrid {
   int bv, groups;
   bool split;
-  bool hopper = false; // an sm_90 device: the scans are the wgmma *_hopper.cu ones
+  unsigned hopper = 0; // HopperScan bits (hopper_scans.h): the scans on their Hopper kernels
 };
+
+// The scans that take their Hopper kernels on a device of compute capability `major`
+// (hopper_scans.h: all of them on sm_90, unless QR_GDN_HOPPER_SCANS says otherwise), or an error
+// naming the variable's bad entry.
+std::string hopper_scans(int major, unsigned& bits);
 ScanGrid scan_grid(const Geo& geo, int sm_count);
 
 // What prep forms (fused_prep.cu): qn, kn, G, A from the inputs (inference); also the rest of the

@@ -455,7 +455,7 @@ std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
     if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
-  if (sg.hopper)
+  if (sg.hopper & kHopperFwd)
     return launch_fwd_scan_hopper(geo, sg, ws, in, h0, o, ht, entering, st);
   return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
                                in, h0, o, ht, entering)
@@ -469,7 +469,7 @@ std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, c
     if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
-  if (sg.hopper)
+  if (sg.hopper & kHopperSave)
     return launch_save_scan_hopper(geo, sg, ws, in, h0, entering, st);
   return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
                                ws, in, h0, entering)
@@ -483,7 +483,7 @@ std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
     if (std::string e = launch_split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_in : nullptr;
-  if (sg.hopper)
+  if (sg.hopper & kHopperBwd)
     return launch_bwd_scan_hopper(geo, sg, ws, in, d_o, dht, dh0, entering, st);
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
                                in.beta, d_o, dht, dh0, entering)

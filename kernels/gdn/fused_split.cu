@@ -330,7 +330,7 @@ std::string launch_combine(const Geo& geo, ScanGrid sg, const Workspace& ws, boo
 
 std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              const float* h0, cudaStream_t st) {
-  if (sg.hopper) {
+  if (sg.hopper & kHopperSegFwd) {
     if (std::string e = launch_seg_fwd_hopper(geo, sg, ws, in, h0, st); !e.empty())
       return e;
     return launch_combine(geo, sg, ws, false, st);
@@ -345,7 +345,7 @@ std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, c
 
 std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
                              Ref<const bf16> d_o, const float* dht, cudaStream_t st) {
-  if (sg.hopper) {
+  if (sg.hopper & kHopperSegBwd) {
     if (std::string e = launch_seg_bwd_hopper(geo, sg, ws, in, d_o, dht, st); !e.empty())
       return e;
     return launch_combine(geo, sg, ws, true, st);
