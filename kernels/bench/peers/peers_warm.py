@@ -18,8 +18,9 @@ decides per call from the sequence lengths and whether a backward follows) are c
 --scale defaults to the value gdn-bench writes (float32 Dk^-0.5 printed with 9 digits); `none`
 leaves it to FlashQLA (Dk^-0.5 in float64), a different kernel. Each --varlen is one set of
 packed sequence lengths summing to T (B must be 1), called after the dense shape with int32
-offsets and one state per sequence: a set that compiles again shows as a first call of compile
-length.
+offsets and one state per sequence, as the driver calls the peers on gdn-bench --varlen's inputs
+(gdn-bench --varlen N packs N near-equal lengths, the longer ones first): a set that compiles
+again shows as a first call of compile length.
 """
 import argparse
 import difflib
