@@ -364,7 +364,7 @@ def main():
     env["PYTHONPATH"] = fake
     driver, warm = os.path.join(SCRIPTS, "gdn_peers.py"), os.path.join(SCRIPTS, "peers_warm.py")
     shapes = [("B2 T64", (2, 64, 1, 2, 128), False), ("B2 T64 states", (2, 64, 1, 2, 128), True),
-              ("B1 T96 states", (1, 96, 1, 2, 128), True)]
+              ("B1 T96", (1, 96, 1, 2, 128), False), ("B1 T96 states", (1, 96, 1, 2, 128), True)]
     for label, dims, states in shapes:
         folder = os.path.join(WORK, label.replace(" ", "-"))
         write_inputs(folder, *dims, states)
