@@ -136,12 +136,7 @@ def packed_tests():
         out = os.path.join(WORK, f"packed-ok-{states}-out")
         rc, _, err = run(["gdn", "--inputs", folder, "--out", out], {"PYTHONPATH": stub})
         check(rc == 0, f"packed inputs (states {states}): rc {rc}: {err}")
-        try:
-            with open(os.path.join(out, "peers.json")) as f:
-                doc = json.load(f)
-        except OSError as e:
-            doc = {"rows": []}
-            check(False, f"packed inputs (states {states}): no peers.json: {e}")
+        doc = read_peers(out, f"packed inputs (states {states})", {"rows": []})
         validate_peers(doc, f"packed inputs (states {states})")
         check([r["shape"].get("N") for r in doc["rows"]] == [3, 3, 3],
               f"packed inputs (states {states}): rows with N: {doc['rows']}")
@@ -179,6 +174,16 @@ def write_conv_inputs(folder, name="custom", B=1, T=3, Hk=1, Hv=2, D=4, bias=Fal
 
 
 BACKENDS = {"gdn": ("fla", "flash_qla", "transformer_engine"), "conv": ("fla", "causal_conv1d")}
+
+
+def read_peers(out, where, empty):
+    """peers.json under `out`, or `empty` and a failed check when the driver wrote none."""
+    try:
+        with open(os.path.join(out, "peers.json")) as f:
+            return json.load(f)
+    except OSError as e:
+        check(False, f"{where}: no peers.json: {e}")
+        return empty
 
 
 def validate_peers(doc, where, op="gdn"):
@@ -338,12 +343,7 @@ def conv_tests():
     rc, _, err = run(["conv", "--inputs", inputs, "--out", out, "--backend", "fla"],
                      {"PYTHONPATH": seen, "FLA_DISABLE_BACKEND_DISPATCH": "0"})
     check(rc == 0, f"conv fla pinning: rc {rc}: {err}")
-    try:
-        with open(os.path.join(out, "peers.json")) as f:
-            doc = json.load(f)
-    except OSError as e:
-        doc = {"rows": []}
-        check(False, f"conv fla pinning: no peers.json: {e}")
+    doc = read_peers(out, "conv fla pinning", {"rows": []})
     validate_peers(doc, "conv fla pinning", op="conv")
     reasons = [r.get("reason") for r in doc["rows"]]
     check(reasons == ["RuntimeError: stub conv: dispatch off True, tilelang refused"],
@@ -464,12 +464,7 @@ def main():
     rc, _, err = run(["gdn", "--inputs", inputs, "--inputs", second, "--out", out,
                       "--backend", "fla,transformer_engine"], {"PYTHONPATH": broken})
     check(rc == 0, f"broken fla: rc {rc}: {err}")
-    try:
-        with open(os.path.join(out, "peers.json")) as f:
-            doc = json.load(f)
-    except OSError as e:
-        doc = {}
-        check(False, f"broken fla: no peers.json: {e}")
+    doc = read_peers(out, "broken fla", {})
     if doc:
         validate_peers(doc, "broken fla")
         for r in doc["rows"]:
