@@ -87,7 +87,8 @@ and eager runs with the L2 flushed before each), measures their memory, and reco
   --tol X                  largest relative L2 error a backend may show (default 0.02)
   --initial-state          also feed an initial state and a final-state gradient
   --varlen N               pack each (batch-1) shape's T tokens into N sequences of near-equal
-                           length (cu_seqlens; per-sequence states); our backends only
+                           length (cu_seqlens; per-sequence states), for every backend: the peers
+                           get the same offsets and states (chunked refuses packed sequences)
   --no-l2norm              no q/k l2 normalisation inside the kernel (q, k drawn N(0, 1/D))
   --seed N                 input seed (default 1)
   --json FILE              also write the results as JSON
@@ -277,18 +278,6 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
     ns.shape.sequences = cfg.varlen;
     ns.name += "+N" + std::to_string(cfg.varlen);
   }
-  // The peers' driver passes no cu_seqlens yet, so packed shapes time our backends alone.
-  if (cfg.varlen) {
-    if (cfg.backends.empty())
-      cfg.backends = ours;
-    for (const std::string& b : cfg.backends)
-      if (is_peer(b))
-        return "--varlen runs our backends only (reference, chunked, fused), not " + b;
-    if (!baseline_given)
-      cfg.baseline = "fused";
-    else if (is_peer(cfg.baseline))
-      return "--varlen runs our backends only: --baseline " + cfg.baseline + " cannot run";
-  }
   return {};
 }
 
@@ -337,23 +326,25 @@ std::string run_and_read(const Backend& be, Problem& p, cudaStream_t st, bool tr
   return {};
 }
 
-// The input tensors exactly as the device holds them, for the driver.
+// The input tensors exactly as the device holds them, for the driver (peers::gdn_input_layout:
+// packed, the offsets our backends get and one state per sequence).
 std::string write_inputs(const Problem& p, const NamedShape& ns, const std::string& stem) {
   const Shape& s = ns.shape;
-  const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim_k;
-  std::vector<DeviceTensor> items = {
-      {"q", &p.q, "bf16", {B, T, Hk, D}},    {"k", &p.k, "bf16", {B, T, Hk, D}},
-      {"v", &p.v, "bf16", {B, T, Hv, D}},    {"g", &p.g, "f32", {B, T, Hv}},
-      {"beta", &p.beta, "bf16", {B, T, Hv}}, {"do", &p.d_o, "bf16", {B, T, Hv, D}}};
-  if (p.h0.bytes())
-    items.push_back({"h0", &p.h0, "f32", {B, Hv, D, D}});
-  if (p.dht.bytes())
-    items.push_back({"dht", &p.dht, "f32", {B, Hv, D, D}});
+  const peers::ShapeInfo info{ns.name,       s.batch,      s.seq_len,  s.key_heads,
+                              s.value_heads, s.head_dim_k, s.sequences};
+  const std::map<std::string, const DeviceBuffer*> buffers = {
+      {"q", &p.q},   {"k", &p.k},       {"v", &p.v},
+      {"g", &p.g},   {"beta", &p.beta}, {"do", &p.d_o},
+      {"h0", &p.h0}, {"dht", &p.dht},   {"cu_seqlens", &p.cu_seqlens}};
+  const std::vector<peers::TensorLayout> layout =
+      peers::gdn_input_layout(info, p.h0.bytes() && p.dht.bytes());
+  std::vector<DeviceTensor> items;
+  for (const peers::TensorLayout& t : layout)
+    items.push_back({t.name.c_str(), buffers.at(t.name), t.dtype.c_str(), t.shape});
   char extra[96];
   std::snprintf(extra, sizeof extra, "\"scale\": %.9g, \"l2norm\": %s", p.opt.effective_scale(s),
                 p.opt.l2norm_qk ? "true" : "false");
-  return write_device_tensors(
-      stem, {ns.name, s.batch, s.seq_len, s.key_heads, s.value_heads, s.head_dim_k}, items, extra);
+  return write_device_tensors(stem, info, items, extra);
 }
 
 // What a user does to run `backend` in a Megatron-Bridge recipe.

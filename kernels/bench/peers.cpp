@@ -199,6 +199,7 @@ ShapeInfo shape_of(const Value* v) {
   s.key_heads = int(number(v->get("Hk"), 0));
   s.value_heads = int(number(v->get("Hv"), 0));
   s.head_dim = int(number(v->get("D"), 0));
+  s.sequences = int(number(v->get("N"), 0));
   return s;
 }
 
@@ -248,15 +249,33 @@ std::string json_string(const std::string& s) {
   return o + "\"";
 }
 
+std::vector<TensorLayout> gdn_input_layout(const ShapeInfo& s, bool states) {
+  const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim;
+  const int64_t N = s.sequences > 0 ? s.sequences : B; // one state per sequence
+  std::vector<TensorLayout> out = {{"q", "bf16", {B, T, Hk, D}}, {"k", "bf16", {B, T, Hk, D}},
+                                   {"v", "bf16", {B, T, Hv, D}}, {"g", "f32", {B, T, Hv}},
+                                   {"beta", "bf16", {B, T, Hv}}, {"do", "bf16", {B, T, Hv, D}}};
+  if (states) {
+    out.push_back({"h0", "f32", {N, Hv, D, D}});
+    out.push_back({"dht", "f32", {N, Hv, D, D}});
+  }
+  if (s.sequences > 0)
+    out.push_back({"cu_seqlens", "i32", {N + 1}});
+  return out;
+}
+
 std::string write_tensors(const std::string& stem, const ShapeInfo& shape,
                           const std::vector<HostTensor>& tensors, const std::string& extra) {
-  std::string bin, manifest = "{\n \"format\": " + json_string(kTensorsFormat) +
-                              ",\n \"shape\": " + "{\"name\": " + json_string(shape.name) +
-                              ", \"B\": " + std::to_string(shape.batch) +
-                              ", \"T\": " + std::to_string(shape.seq_len) +
-                              ", \"Hk\": " + std::to_string(shape.key_heads) +
-                              ", \"Hv\": " + std::to_string(shape.value_heads) +
-                              ", \"D\": " + std::to_string(shape.head_dim) + "},\n";
+  std::string bin,
+      manifest =
+          "{\n \"format\": " + json_string(kTensorsFormat) +
+          ",\n \"shape\": " + "{\"name\": " + json_string(shape.name) +
+          ", \"B\": " + std::to_string(shape.batch) + ", \"T\": " + std::to_string(shape.seq_len) +
+          ", \"Hk\": " + std::to_string(shape.key_heads) +
+          ", \"Hv\": " + std::to_string(shape.value_heads) +
+          ", \"D\": " + std::to_string(shape.head_dim) +
+          (shape.sequences > 0 ? ", \"N\": " + std::to_string(shape.sequences) : std::string()) +
+          "},\n";
   if (!extra.empty())
     manifest += " " + extra + ",\n";
   manifest += " \"tensors\": [";
@@ -309,7 +328,7 @@ std::string read_tensors(const std::string& manifest_path,
   for (const Value& t : list->items) {
     const std::string name = text(t.get("name")), dtype = text(t.get("dtype"));
     const double offset = number(t.get("offset")), bytes = number(t.get("bytes"));
-    const size_t elem = dtype == "bf16" ? 2 : dtype == "f32" ? 4 : 0;
+    const size_t elem = dtype == "bf16" ? 2 : dtype == "f32" || dtype == "i32" ? 4 : 0;
     if (name.empty() || !elem || offset < 0 || bytes < 0 || size_t(bytes) % elem ||
         size_t(offset) + size_t(bytes) > bin.size())
       return manifest_path + ": tensor '" + name + "' has a bad dtype, offset or size";
@@ -321,6 +340,10 @@ std::string read_tensors(const std::string& manifest_path,
         uint16_t b;
         std::memcpy(&b, p + 2 * i, 2);
         v[i] = bf16_to_double(b);
+      } else if (dtype == "i32") {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        v[i] = x;
       } else {
         float x;
         std::memcpy(&x, p + 4 * i, 4);

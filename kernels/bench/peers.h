@@ -17,7 +17,7 @@ extern const char* const kTensorsFormat;
 
 struct HostTensor {
   std::string name;
-  std::string dtype; // "bf16" or "f32"
+  std::string dtype; // "bf16", "f32" or "i32"
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes; // little-endian elements, dense row-major
 };
@@ -25,10 +25,24 @@ struct HostTensor {
 struct ShapeInfo {
   std::string name; // the recipe or "custom"
   int batch = 0, seq_len = 0, key_heads = 0, value_heads = 0, head_dim = 0;
+  int sequences = 0; // N > 0: N packed sequences in one batch row (the shape's "N"); 0: dense
 };
 
-// Writes STEM.json / STEM.bin atomically (temporary files, then renamed). `extra` holds further
-// top-level JSON members, already formatted ("\"scale\": 0.088, ..."), or is empty.
+// One tensor of a manifest: its name, element type and dimensions.
+struct TensorLayout {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+};
+
+// The tensors of a GDN shape's inputs.json, in the order gdn-bench writes them (the driver's
+// gdn_inputs is the same list): q, k [B,T,Hk,D]; v [B,T,Hv,D]; g, beta [B,T,Hv]; do [B,T,Hv,D];
+// with `states` h0 and dht, one per sequence ([B,Hv,D,D], packed [N,Hv,D,D]); packed, the
+// offsets cu_seqlens, int32 [N + 1].
+std::vector<TensorLayout> gdn_input_layout(const ShapeInfo& shape, bool states);
+
+// Writes STEM.json / STEM.bin atomically (temporary files, then renamed); the shape's "N" only
+// when it packs sequences. `extra` holds further top-level JSON members, already formatted
+// ("\"scale\": 0.088, ..."), or is empty.
 std::string write_tensors(const std::string& stem, const ShapeInfo& shape,
                           const std::vector<HostTensor>& tensors, const std::string& extra);
 // Reads a manifest (path of the .json) and its .bin, every tensor as float64.

@@ -39,27 +39,107 @@ def one_error_line(rc, err, needle, what):
     check(needle in err, f"{what}: {needle!r} not in {err!r}")
 
 
-def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4):
-    """A valid inputs.json / inputs.bin pair, as gdn-bench writes them."""
+def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4, states=False,
+                 offsets=None, change=None):
+    """A valid inputs.json / inputs.bin pair, as gdn-bench writes them (peers.cpp,
+    gdn_input_layout): with `offsets` (gdn-bench --varlen) the shape's N, one state per sequence
+    and the offsets as int32 cu_seqlens. `change` edits the manifest before it is written."""
     os.makedirs(folder, exist_ok=True)
+    n = B if offsets is None else len(offsets) - 1
     specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
              ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
              ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
+    if states:
+        specs += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
+    if offsets is not None:
+        specs.append(("cu_seqlens", "i32", [len(offsets)]))
     tensors, blob = [], b""
     for tname, dtype, shape in specs:
-        n = 1
+        n_el = 1
         for d in shape:
-            n *= d
-        raw = struct.pack(f"<{n}f", *([-0.5] * n)) if dtype == "f32" else b"\x80\x3f" * n
+            n_el *= d
+        raw = (struct.pack(f"<{n_el}i", *offsets) if dtype == "i32" else
+               struct.pack(f"<{n_el}f", *([-0.5] * n_el)) if dtype == "f32" else
+               b"\x80\x3f" * n_el)
         tensors.append({"name": tname, "dtype": dtype, "shape": shape, "offset": len(blob),
                         "bytes": len(raw)})
         blob += raw
+    m = {"format": "qwen-recipe gdn-bench tensors 1",
+         "shape": {"name": name, "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
+         "scale": D ** -0.5, "l2norm": True, "tensors": tensors}
+    if offsets is not None:
+        m["shape"]["N"] = n
+    if change:
+        change(m)
     with open(os.path.join(folder, "inputs.bin"), "wb") as f:
         f.write(blob)
     with open(os.path.join(folder, "inputs.json"), "w") as f:
-        json.dump({"format": "qwen-recipe gdn-bench tensors 1",
-                   "shape": {"name": name, "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
-                   "scale": D ** -0.5, "l2norm": True, "tensors": tensors}, f)
+        json.dump(m, f)
+
+
+def packed_tests():
+    """gdn-bench --varlen's inputs: the offsets are checked before any worker starts (one error
+    line, exit 2, no peers.json); valid packed inputs give rows with the shape's N."""
+    def cu_entry(m):
+        return next(t for t in m["tensors"] if t["name"] == "cu_seqlens")
+
+    def set_n(n):
+        return lambda m: m["shape"].update(N=n)
+
+    cases = [
+        ("dtype", dict(offsets=[0, 1, 4], change=lambda m: cu_entry(m).update(dtype="f32")),
+         "tensor 'cu_seqlens' is f32 [3], not i32 [3] as gdn-bench writes it"),
+        ("count", dict(offsets=[0, 1, 2, 4], change=set_n(2)),
+         "tensor 'cu_seqlens' is i32 [4], not i32 [3] as gdn-bench writes it"),
+        ("bytes", dict(offsets=[0, 1, 4], change=lambda m: cu_entry(m).update(bytes=8)),
+         "cu_seqlens has offset 240 and 8 bytes, not the 12 bytes of i32 [3]"),
+        ("past the .bin", dict(offsets=[0, 1, 4],
+                               change=lambda m: cu_entry(m).update(offset=1 << 20)),
+         "cu_seqlens lie past the end of inputs.bin"),
+        ("not from 0", dict(offsets=[1, 2, 4]), "cu_seqlens start at 1, not 0"),
+        ("not rising", dict(offsets=[0, 3, 2, 4]),
+         "cu_seqlens do not rise: cu_seqlens[2] = 2 after cu_seqlens[1] = 3"),
+        ("an empty sequence", dict(offsets=[0, 2, 2, 4]),
+         "cu_seqlens do not rise: cu_seqlens[2] = 2 after cu_seqlens[1] = 2"),
+        ("not ending at T", dict(offsets=[0, 1, 3]), "cu_seqlens end at 3, not at T = 4"),
+        ("past T", dict(offsets=[0, 1, 5]), "cu_seqlens end at 5, not at T = 4"),
+        ("per-batch states", dict(offsets=[0, 1, 4], states=True,
+                                  change=lambda m: [t["shape"].__setitem__(0, 1)
+                                                    for t in m["tensors"]
+                                                    if t["name"] in ("h0", "dht")]),
+         "tensor 'h0' is f32 [1, 2, 4, 4], not f32 [2, 2, 4, 4] as gdn-bench writes it"),
+        ("no offsets", dict(offsets=[0, 1, 4],
+                            change=lambda m: m["tensors"].remove(cu_entry(m))),
+         "tensor 'cu_seqlens' is absent [], not i32 [3] as gdn-bench writes it"),
+        ("offsets without N", dict(offsets=[0, 1, 4], change=lambda m: m["shape"].pop("N")),
+         "has a tensor 'cu_seqlens' but its shape has no N"),
+        ("N not a count", dict(offsets=[0, 1, 4], change=set_n(0)),
+         "shape N (packed sequences) is 0, not a positive integer"),
+        ("B 2", dict(B=2, offsets=[0, 1, 4]),
+         "inputs.json packs N = 2 sequences at B = 2: packed sequences need B = 1"),
+    ]
+    for what, kw, needle in cases:
+        folder = os.path.join(WORK, "packed-" + what.replace(" ", "-"))
+        write_inputs(folder, T=4, **kw)
+        out = folder + "-out"
+        rc, _, err = run(["gdn", "--inputs", folder, "--out", out])
+        one_error_line(rc, err, needle, f"packed inputs: {what}")
+        check(not os.path.exists(out + "/peers.json"), f"packed inputs: {what}: wrote peers.json")
+
+    # Valid packed inputs (states too; a single-token sequence): accepted, rows carry N.
+    stub = os.path.join(WORK, "packed-stub")
+    os.makedirs(os.path.join(stub, "torch"), exist_ok=True)
+    open(os.path.join(stub, "torch", "__init__.py"), "w").close()
+    for states in (False, True):
+        folder = os.path.join(WORK, f"packed-ok-{states}")
+        write_inputs(folder, name="custom+N3", T=4, states=states, offsets=[0, 1, 3, 4])
+        out = os.path.join(WORK, f"packed-ok-{states}-out")
+        rc, _, err = run(["gdn", "--inputs", folder, "--out", out], {"PYTHONPATH": stub})
+        check(rc == 0, f"packed inputs (states {states}): rc {rc}: {err}")
+        doc = read_peers(out, f"packed inputs (states {states})", {"rows": []})
+        validate_peers(doc, f"packed inputs (states {states})")
+        check([r["shape"].get("N") for r in doc["rows"]] == [3, 3, 3],
+              f"packed inputs (states {states}): rows with N: {doc['rows']}")
 
 
 def write_conv_inputs(folder, name="custom", B=1, T=3, Hk=1, Hv=2, D=4, bias=False,
@@ -94,6 +174,16 @@ def write_conv_inputs(folder, name="custom", B=1, T=3, Hk=1, Hv=2, D=4, bias=Fal
 
 
 BACKENDS = {"gdn": ("fla", "flash_qla", "transformer_engine"), "conv": ("fla", "causal_conv1d")}
+
+
+def read_peers(out, where, empty):
+    """peers.json under `out`, or `empty` and a failed check when the driver wrote none."""
+    try:
+        with open(os.path.join(out, "peers.json")) as f:
+            return json.load(f)
+    except OSError as e:
+        check(False, f"{where}: no peers.json: {e}")
+        return empty
 
 
 def validate_peers(doc, where, op="gdn"):
@@ -253,12 +343,7 @@ def conv_tests():
     rc, _, err = run(["conv", "--inputs", inputs, "--out", out, "--backend", "fla"],
                      {"PYTHONPATH": seen, "FLA_DISABLE_BACKEND_DISPATCH": "0"})
     check(rc == 0, f"conv fla pinning: rc {rc}: {err}")
-    try:
-        with open(os.path.join(out, "peers.json")) as f:
-            doc = json.load(f)
-    except OSError as e:
-        doc = {"rows": []}
-        check(False, f"conv fla pinning: no peers.json: {e}")
+    doc = read_peers(out, "conv fla pinning", {"rows": []})
     validate_peers(doc, "conv fla pinning", op="conv")
     reasons = [r.get("reason") for r in doc["rows"]]
     check(reasons == ["RuntimeError: stub conv: dispatch off True, tilelang refused"],
@@ -379,12 +464,7 @@ def main():
     rc, _, err = run(["gdn", "--inputs", inputs, "--inputs", second, "--out", out,
                       "--backend", "fla,transformer_engine"], {"PYTHONPATH": broken})
     check(rc == 0, f"broken fla: rc {rc}: {err}")
-    try:
-        with open(os.path.join(out, "peers.json")) as f:
-            doc = json.load(f)
-    except OSError as e:
-        doc = {}
-        check(False, f"broken fla: no peers.json: {e}")
+    doc = read_peers(out, "broken fla", {})
     if doc:
         validate_peers(doc, "broken fla")
         for r in doc["rows"]:
@@ -395,6 +475,7 @@ def main():
         check(len(doc["rows"]) == 4, "broken fla: one row per backend and shape")
 
     conv_tests()
+    packed_tests()
 
     # A malformed peers.json fails the schema check (the check can fail).
     before = len(FAILURES)

@@ -9,13 +9,15 @@ kernels (FlashQLA also decides its intra-card context parallelism from it), so a
 does not make is a kernel the driver compiles in its timed run.
 
 The driver runs every mode (fwd, fwd-train, bwd, fwdbwd, the memory measure, the outputs, CUDA
-graph capture) on inputs.json files as gdn-bench writes them; the warm runs at the same shapes,
-dense and with packed sequences (--varlen, which the driver has no inputs for yet: those calls
-must be the driver's calls at B = 1 with the offsets and one state per sequence). Run by CTest:
-peers_warm_calls_test.py PEERS_SCRIPT_DIR WORKDIR."""
+graph capture) on inputs.json files as gdn-bench writes them, dense and packed (gdn-bench
+--varlen: the offsets cu_seqlens and one state per sequence); the warm runs at the same shapes,
+dense and with the same packed sequences (--varlen), and must make the driver's calls of each.
+The driver's packed calls must be its dense calls at B = 1 with the offsets (their values) and
+one state per sequence. Run by CTest: peers_warm_calls_test.py PEERS_SCRIPT_DIR WORKDIR."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -26,7 +28,7 @@ FAILURES = []
 GDN_BENCH_SCALE_D128 = 0.0883883461
 
 TORCH = '''"""Stand-in for torch: tensors are shapes and dtypes; the grad mode is tracked."""
-import contextlib, json, os
+import contextlib, json, os, struct
 
 
 class dtype:
@@ -75,7 +77,11 @@ class Tensor:
         return Tensor(self.shape, x, self.values) if isinstance(x, dtype) else self
 
     def view(self, dt):
-        return Tensor((self.numel() * self.dtype.itemsize // dt.itemsize,), dt)
+        n = self.numel() * self.dtype.itemsize // dt.itemsize
+        # The offsets' values are part of a peer's call (FlashQLA decides its kernels from them).
+        values = (list(struct.unpack(f"<{n}i", self.values))
+                  if dt is int32 and isinstance(self.values, bytes) else None)
+        return Tensor((n,), dt, values)
 
     def reshape(self, shape):
         return Tensor(shape, self.dtype, self.values)
@@ -104,7 +110,7 @@ def device(name):
 
 
 def frombuffer(raw, dtype):
-    return Tensor((len(raw),), dtype)
+    return Tensor((len(raw),), dtype, bytes(raw))
 
 
 def randn(*dims, generator=None, device=None):
@@ -288,28 +294,35 @@ def stand_ins(root):
         write(os.path.join(root, name), text)
 
 
-def write_inputs(folder, B, T, Hk, Hv, D, states):
-    """inputs.json / inputs.bin exactly as gdn-bench writes them (gdn_bench.cu, write_inputs)."""
+def write_inputs(folder, B, T, Hk, Hv, D, states, offsets=None):
+    """inputs.json / inputs.bin exactly as gdn-bench writes them (peers.cpp, gdn_input_layout):
+    with `offsets`, N = len(offsets) - 1 packed sequences, one state each, and the offsets."""
+    n = B if offsets is None else len(offsets) - 1
     specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
              ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
              ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
     if states:
-        specs += [("h0", "f32", [B, Hv, D, D]), ("dht", "f32", [B, Hv, D, D])]
-    tensors, offset = [], 0
+        specs += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
+    if offsets is not None:
+        specs.append(("cu_seqlens", "i32", [n + 1]))
+    tensors, blob = [], b""
     for name, dtype, dims in specs:
-        n = 1
+        count = 1
         for d in dims:
-            n *= d
-        size = n * (2 if dtype == "bf16" else 4)
-        tensors.append({"name": name, "dtype": dtype, "shape": dims, "offset": offset,
-                        "bytes": size})
-        offset += size
+            count *= d
+        raw = (struct.pack(f"<{count}i", *offsets) if name == "cu_seqlens" else
+               bytes(count * (2 if dtype == "bf16" else 4)))
+        tensors.append({"name": name, "dtype": dtype, "shape": dims, "offset": len(blob),
+                        "bytes": len(raw)})
+        blob += raw
+    shape = {"name": "custom", "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D}
+    if offsets is not None:
+        shape["N"] = n
     os.makedirs(folder)
     with open(os.path.join(folder, "inputs.bin"), "wb") as f:
-        f.write(bytes(offset))
+        f.write(blob)
     with open(os.path.join(folder, "inputs.json"), "w") as f:
-        json.dump({"format": "qwen-recipe gdn-bench tensors 1",
-                   "shape": {"name": "custom", "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
+        json.dump({"format": "qwen-recipe gdn-bench tensors 1", "shape": shape,
                    "scale": GDN_BENCH_SCALE_D128, "l2norm": True, "tensors": tensors}, f)
 
 
@@ -351,46 +364,76 @@ def main():
     env["PYTHONPATH"] = fake
     driver, warm = os.path.join(SCRIPTS, "gdn_peers.py"), os.path.join(SCRIPTS, "peers_warm.py")
     shapes = [("B2 T64", (2, 64, 1, 2, 128), False), ("B2 T64 states", (2, 64, 1, 2, 128), True),
-              ("B1 T96 states", (1, 96, 1, 2, 128), True)]
+              ("B1 T96", (1, 96, 1, 2, 128), False), ("B1 T96 states", (1, 96, 1, 2, 128), True)]
     for label, dims, states in shapes:
         folder = os.path.join(WORK, label.replace(" ", "-"))
         write_inputs(folder, *dims, states)
+        # gdn-bench --varlen's inputs at B = 1: the same shape with packed sequences.
+        sets = [[0, 32, 96], [0, 96]] if dims[0] == 1 else []
+        for cu in sets:
+            write_inputs(f"{folder}-cu{len(cu) - 1}", *dims, states, offsets=cu)
         for backend in ("flash_qla", "fla"):
             what = f"{backend} {label}"
-            d, p = recorded(os.path.join(WORK, "driver.jsonl"), env, [
-                driver, "gdn", "--inputs", folder, "--out", folder + "-out", "--backend", backend,
-                "--modes", "all", "--warmup", "1", "--iters", "2"])
-            check(p.returncode == 0, f"{what}: driver exit code {p.returncode}: {p.stderr}")
-            doc = json.load(open(os.path.join(folder + "-out", "peers.json")))
-            times = doc["rows"][0].get("times", {})
-            check(sorted(times) == ["bwd", "fwd", "fwd-train", "fwdbwd"] and
-                  all(t["graph"] for t in times.values()),
-                  f"{what}: the driver timed every mode, graphs too: {doc['rows'][0]}")
+
+            def driver_calls(inputs, what):
+                d, p = recorded(os.path.join(WORK, "driver.jsonl"), env, [
+                    driver, "gdn", "--inputs", inputs, "--out", inputs + "-out", "--backend",
+                    backend, "--modes", "all", "--warmup", "1", "--iters", "2"])
+                check(p.returncode == 0, f"{what}: driver exit code {p.returncode}: {p.stderr}")
+                doc = json.load(open(os.path.join(inputs + "-out", "peers.json")))
+                times = doc["rows"][0].get("times", {})
+                check(sorted(times) == ["bwd", "fwd", "fwd-train", "fwdbwd"] and
+                      all(t["graph"] for t in times.values()),
+                      f"{what}: the driver timed every mode, graphs too: {doc['rows'][0]}")
+                drv, order = d.get(backend, ({}, []))
+                check(drv and any('"backward"' in r for r in drv), f"{what}: the driver's calls "
+                      f"were recorded, backward included: {sorted(drv)}")
+                return drv, order
+
+            drv, drv_order = driver_calls(folder, what)
             args = ["--backend", backend, "--shape", ",".join(map(str, dims))]
             args += ["--states"] if states else []
-            args += ["--varlen", "32,64", "--varlen", "96"] if dims[0] == 1 else []
+            for cu in sets:
+                args += ["--varlen", ",".join(str(b - a) for a, b in zip(cu, cu[1:]))]
             w, p = recorded(os.path.join(WORK, "warm.jsonl"), env, [warm] + args)
             check(p.returncode == 0, f"{what}: warm exit code {p.returncode}: {p.stderr}")
-            drv, drv_order = d.get(backend, ({}, []))
             got, warm_order = w.get(backend, ({}, []))
-            check(drv and any('"backward"' in r for r in drv), f"{what}: the driver's calls "
-                  f"were recorded, backward included: {sorted(drv)}")
             # The warm: the driver's two first calls, in order, then the same per --varlen set.
             check(len(drv_order) > 2 and warm_order[:2] == drv_order[:2],
                   f"{what}: the warm's first calls are the driver's first calls, in order:\n"
                   f"  driver {drv_order[:2]}\n  warm   {warm_order[:2]}")
-            dense = {r for r, call in got.items() if call["kwargs"].get("cu_seqlens") is None}
+
+            def offsets_of(call):
+                cu = call["kwargs"].get("cu_seqlens")
+                return None if cu is None else cu["values"]
+
+            dense = {r for r, call in got.items() if offsets_of(call) is None}
             check(dense == set(drv), f"{what}: the warm's calls are the driver's, every mode's:"
                   f"\n  driver only: {sorted(set(drv) - dense)}\n  warm only: "
                   f"{sorted(dense - set(drv))}")
-            sets = [[0, 32, 96], [0, 96]] if dims[0] == 1 else []
             check(len(warm_order) == 2 + 2 * len(sets), f"{what}: the warm made "
                   f"{len(warm_order)} calls, expected {2 + 2 * len(sets)}")
             for i, cu in enumerate(sets):
+                pwhat = f"{what} packed {cu}"
+                pdrv, pdrv_order = driver_calls(f"{folder}-cu{len(cu) - 1}", pwhat)
+                # The driver passes the offsets and one state per sequence, nothing else changes.
+                check(len(pdrv_order) > 2 and
+                      pdrv_order[:2] == [packed(c, cu) for c in drv_order[:2]],
+                      f"{pwhat}: the driver's packed calls are its dense calls with the offsets "
+                      f"and per-sequence states:\n  dense  {drv_order[:2]}\n  packed "
+                      f"{pdrv_order[:2]}")
+                check(all(offsets_of(c) == cu for c in pdrv.values()),
+                      f"{pwhat}: every driver call has the offsets: "
+                      f"{sorted({str(offsets_of(c)) for c in pdrv.values()})}")
                 calls = warm_order[2 + 2 * i:4 + 2 * i]
-                check(calls == [packed(c, cu) for c in drv_order[:2]],
-                      f"{what}: --varlen {cu}: the driver's calls with packed sequences:\n"
-                      f"  driver {drv_order[:2]}\n  warm   {calls}")
+                check(calls == pdrv_order[:2],
+                      f"{pwhat}: the warm's --varlen calls are the driver's packed first calls:"
+                      f"\n  driver {pdrv_order[:2]}\n  warm   {calls}")
+                warm_set = {r for r, call in got.items() if offsets_of(call) == cu}
+                check(warm_set == set(pdrv), f"{pwhat}: the warm's calls are the driver's packed "
+                      f"calls, every mode's:\n  driver only: {sorted(set(pdrv) - warm_set)}\n"
+                      f"  warm only: {sorted(warm_set - set(pdrv))}")
+                drv = dict(drv, **pdrv)  # for the pinning and scale checks below
             if backend == "fla":
                 seen = {json.dumps(c["seen"], sort_keys=True)
                         for c in list(got.values()) + list(drv.values())}

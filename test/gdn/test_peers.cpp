@@ -121,6 +121,64 @@ TEST_CASE("tensor files: what gdn-bench writes reads back exactly", "[gdn][peers
   std::remove((stem + ".bin").c_str());
 }
 
+TEST_CASE("tensor files: a packed shape's inputs carry N, the offsets and a state per sequence",
+          "[gdn][peers]") {
+  // gdn-bench --varlen 3 at B1 T10: the layout the driver checks (gdn_peers.py, gdn_inputs).
+  const ShapeInfo packed{"custom+N3", 1, 10, 1, 2, 4, 3};
+  const std::vector<TensorLayout> layout = gdn_input_layout(packed, true);
+  std::vector<std::string> names;
+  for (const TensorLayout& t : layout)
+    names.push_back(t.name);
+  CHECK(names ==
+        std::vector<std::string>{"q", "k", "v", "g", "beta", "do", "h0", "dht", "cu_seqlens"});
+  CHECK(layout[6].shape == std::vector<int64_t>{3, 2, 4, 4}); // h0: one state per sequence
+  CHECK(layout[7].shape == std::vector<int64_t>{3, 2, 4, 4}); // dht likewise
+  CHECK(layout[8].dtype == "i32");
+  CHECK(layout[8].shape == std::vector<int64_t>{4});
+  CHECK(gdn_input_layout(packed, false).back().name == "cu_seqlens");
+  // Dense: one state per batch row, no offsets.
+  const std::vector<TensorLayout> dense = gdn_input_layout({"custom", 2, 10, 1, 2, 4}, true);
+  REQUIRE(dense.size() == 8);
+  CHECK(dense[6].shape == std::vector<int64_t>{2, 2, 4, 4});
+  CHECK(dense[0].shape == std::vector<int64_t>{2, 10, 1, 4});
+
+  const std::string stem = temp_stem();
+  const std::vector<int32_t> cu = {0, 1, 5, 10};
+  HostTensor offsets{"cu_seqlens", "i32", {4}, std::vector<uint8_t>(16)};
+  std::memcpy(offsets.bytes.data(), cu.data(), 16);
+  REQUIRE(write_tensors(stem, packed, {f32("g", {0.5f}), offsets}, "").empty());
+  std::ifstream manifest(stem + ".json");
+  std::string text((std::istreambuf_iterator<char>(manifest)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"D\": 4, \"N\": 3}") != std::string::npos);
+  CHECK(text.find("{\"name\": \"cu_seqlens\", \"dtype\": \"i32\", \"shape\": [4], \"offset\": 4, "
+                  "\"bytes\": 16}") != std::string::npos);
+  std::map<std::string, std::vector<double>> got;
+  REQUIRE(read_tensors(stem + ".json", got).empty());
+  CHECK(got["cu_seqlens"] == std::vector<double>{0, 1, 5, 10});
+  // A dense shape's manifest has no N (its bytes are as before packed shapes existed).
+  REQUIRE(write_tensors(stem, {"custom", 1, 1, 1, 1, 1}, {f32("o", {1.f})}, "").empty());
+  std::ifstream dense_manifest(stem + ".json");
+  std::string dense_text((std::istreambuf_iterator<char>(dense_manifest)),
+                         std::istreambuf_iterator<char>());
+  CHECK(dense_text.find("\"D\": 1},") != std::string::npos);
+  std::remove((stem + ".json").c_str());
+  std::remove((stem + ".bin").c_str());
+}
+
+TEST_CASE("peers.json: a packed shape's row reads back its N", "[gdn][peers]") {
+  std::vector<Row> rows;
+  REQUIRE(parse_results(R"json({"schema": "qwen-recipe gdn-peers 1", "rows": [
+    {"backend": "flash_qla", "status": "ok", "versions": {},
+     "shape": {"name": "custom+N8", "B": 1, "T": 16384, "Hk": 16, "Hv": 32, "D": 128, "N": 8}},
+    {"backend": "fla", "status": "ok", "versions": {},
+     "shape": {"name": "custom", "B": 1, "T": 16384, "Hk": 16, "Hv": 32, "D": 128}}]})json",
+                        rows)
+              .empty());
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].shape.sequences == 8);
+  CHECK(rows[1].shape.sequences == 0);
+}
+
 TEST_CASE("tensor files: a manifest that overruns its .bin is refused", "[gdn][peers]") {
   const std::string stem = temp_stem();
   REQUIRE(write_tensors(stem, {"custom", 1, 1, 1, 1, 1}, {f32("o", {1.f, 2.f})}, "").empty());

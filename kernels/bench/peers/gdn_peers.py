@@ -124,15 +124,17 @@ def atomic_write(path, text):
 
 # ------------------------------------------------------------------------------------------------
 # The tensor files: NAME.json (manifest) + NAME.bin (raw little-endian bytes, back to back).
-# Manifest: {"format": TENSORS_FORMAT, "shape": {...}, "tensors": [{"name", "dtype" (bf16 | f32),
-# "shape": [...], "offset", "bytes"}], ...}. gdn-bench writes inputs.json/.bin (q, k, v, g, beta,
-# do, and h0, dht with --initial-state; --op conv: "op": "conv", "bias", and the INPUT_TENSORS);
-# a backend's outputs come back the same way.
+# Manifest: {"format": TENSORS_FORMAT, "shape": {"name", "B", "T", "Hk", "Hv", "D", and "N" when
+# it packs N sequences}, "tensors": [{"name", "dtype" (bf16 | f32 | i32), "shape": [...], "offset",
+# "bytes"}], ...}. gdn-bench writes inputs.json/.bin (q, k, v, g, beta, do, and h0, dht with
+# --initial-state; with --varlen the offsets cu_seqlens and one state per sequence; --op conv:
+# "op": "conv", "bias", and the INPUT_TENSORS); a backend's outputs come back the same way.
 
 def gdn_inputs(B, T, Hk, Hv, D, states=False, sequences=None):
     """The tensors of a GDN shape's inputs.json, [(name, dtype, dims)], as gdn-bench writes them
-    (gdn_bench.cu, write_inputs; h0 and dht with --initial-state, one state per sequence: B, or
-    `sequences` packed ones), and the scale it writes: float32 Dk^-0.5 printed with 9 digits.
+    (peers.cpp, gdn_input_layout; h0 and dht with --initial-state, one state per sequence: B, or
+    `sequences` packed ones; packed, the int32 offsets cu_seqlens), and the scale it writes:
+    float32 Dk^-0.5 printed with 9 digits.
     peers_warm.py builds the same inputs, since the peers compile dtypes and the scale into their
     kernels: a scale that differs in the last digit is another FlashQLA kernel."""
     n = B if sequences is None else sequences
@@ -141,6 +143,8 @@ def gdn_inputs(B, T, Hk, Hv, D, states=False, sequences=None):
                ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
     if states:
         tensors += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
+    if sequences is not None:
+        tensors.append(("cu_seqlens", "i32", [n + 1]))
     sqrt_d = struct.unpack("f", struct.pack("f", math.sqrt(D)))[0]  # as C++ float math rounds
     scale = float("%.9g" % struct.unpack("f", struct.pack("f", 1.0 / sqrt_d))[0])
     return tensors, scale
@@ -170,19 +174,61 @@ def read_manifest(folder, op="gdn"):
         if not all(isinstance(d, int) for d in dims):
             raise SystemExit(f"error: --inputs {folder}: inputs.json's shape needs integers B, T, "
                              "Hk, Hv and D")
-        want, _ = gdn_inputs(*dims, states="h0" in names)
+        sequences = m["shape"].get("N")
+        if sequences is not None:
+            if not isinstance(sequences, int) or isinstance(sequences, bool) or sequences < 1:
+                raise SystemExit(f"error: --inputs {folder}: inputs.json's shape N (packed "
+                                 f"sequences) is {sequences!r}, not a positive integer")
+            if dims[0] != 1:
+                raise SystemExit(f"error: --inputs {folder}: inputs.json packs N = {sequences} "
+                                 f"sequences at B = {dims[0]}: packed sequences need B = 1")
+        elif "cu_seqlens" in names:
+            raise SystemExit(f"error: --inputs {folder}: inputs.json has a tensor 'cu_seqlens' "
+                             "but its shape has no N (the packed sequences)")
+        want, _ = gdn_inputs(*dims, states="h0" in names, sequences=sequences)
         got = {t["name"]: (t["dtype"], t["shape"]) for t in m["tensors"]}
         for name, dtype, dims in want:
             if got.get(name) != (dtype, dims):
                 have = got.get(name, ("absent", []))
                 raise SystemExit(f"error: --inputs {folder}: inputs.json's tensor '{name}' is "
                                  f"{have[0]} {have[1]}, not {dtype} {dims} as gdn-bench writes it")
+        if sequences is not None:
+            check_offsets(folder, m, sequences)
     return m
+
+
+def check_offsets(folder, m, sequences):
+    """The packed offsets in inputs.bin: N + 1 int32 values rising strictly from 0 to T, the
+    convention of gdn-bench, FLA and FlashQLA (read with the standard library, before any worker
+    starts, so that bad offsets end the driver with one error line)."""
+    where = f"error: --inputs {folder}: inputs.json's cu_seqlens"
+    t = next(t for t in m["tensors"] if t["name"] == "cu_seqlens")
+    count, T = sequences + 1, m["shape"]["T"]
+    if t.get("bytes") != 4 * count or not isinstance(t.get("offset"), int) or t["offset"] < 0:
+        raise SystemExit(f"{where} has offset {t.get('offset')!r} and {t.get('bytes')!r} bytes, "
+                         f"not the {4 * count} bytes of i32 [{count}]")
+    try:
+        with open(os.path.join(folder, "inputs.bin"), "rb") as f:
+            f.seek(t["offset"])
+            raw = f.read(4 * count)
+    except OSError as e:
+        raise SystemExit(f"{where}: cannot read inputs.bin: {e}")
+    if len(raw) != 4 * count:
+        raise SystemExit(f"{where} lie past the end of inputs.bin")
+    cu = struct.unpack(f"<{count}i", raw)
+    if cu[0] != 0:
+        raise SystemExit(f"{where} start at {cu[0]}, not 0")
+    for i in range(1, count):
+        if cu[i] <= cu[i - 1]:
+            raise SystemExit(f"{where} do not rise: cu_seqlens[{i}] = {cu[i]} after "
+                             f"cu_seqlens[{i - 1}] = {cu[i - 1]}")
+    if cu[-1] != T:
+        raise SystemExit(f"{where} end at {cu[-1]}, not at T = {T}")
 
 
 def load_tensors(folder, manifest, device):
     import torch
-    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
+    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32, "i32": torch.int32}
     out = {}
     with open(os.path.join(folder, "inputs.bin"), "rb") as f:
         for t in manifest["tensors"]:
@@ -263,7 +309,8 @@ def triton_kernel_names(prefix):
 
 def make_backend(name, cc):
     """Returns (call, note): call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens) -> (o, ht);
-    cu_seqlens None (gdn-bench's inputs) or packed sequences' offsets (peers_warm.py --varlen)."""
+    cu_seqlens None (a dense batch) or the int32 offsets of packed sequences (B = 1; h0 and ht
+    one state per sequence: gdn-bench --varlen, peers_warm.py --varlen)."""
     if name == "fla":
         import fla.ops.common.chunk_o as chunk_o
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
@@ -486,15 +533,17 @@ class Problem:
     """One shape's tensors for one backend, and the measurements gdn-bench makes of ours. fwd()
     returns the outputs, bwd(*outputs) runs the backward from them. Every call of the peer goes
     through fwd_infer() or fwdbwd(), which FIRST_CALLS makes first; peers_warm.py makes them on a
-    Problem of its own to fill the compile caches."""
+    Problem of its own to fill the compile caches. With ins["cu_seqlens"] (packed sequences, B = 1)
+    every call gets those offsets, h0 and dht hold one state per sequence, and so do ht and dh0."""
 
     # The first calls, which compile and autotune: an inference forward, then a training step.
     FIRST_CALLS = ("fwd", "fwd+bwd")
 
-    def __init__(self, call, ins, scale, l2norm, cu_seqlens=None):
+    def __init__(self, call, ins, scale, l2norm):
         import torch
         self.torch = torch
-        self.call, self.scale, self.l2norm, self.cu_seqlens = call, scale, l2norm, cu_seqlens
+        self.call, self.scale, self.l2norm = call, scale, l2norm
+        self.cu_seqlens = ins.get("cu_seqlens")
         self.do, self.dht = ins["do"], ins.get("dht")
         self.leaves = [ins[n].clone().requires_grad_(True) for n in ("q", "k", "v", "g", "beta")]
         self.h0 = ins.get("h0")

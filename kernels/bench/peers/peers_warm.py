@@ -18,8 +18,9 @@ decides per call from the sequence lengths and whether a backward follows) are c
 --scale defaults to the value gdn-bench writes (float32 Dk^-0.5 printed with 9 digits); `none`
 leaves it to FlashQLA (Dk^-0.5 in float64), a different kernel. Each --varlen is one set of
 packed sequence lengths summing to T (B must be 1), called after the dense shape with int32
-offsets and one state per sequence: a set that compiles again shows as a first call of compile
-length.
+offsets and one state per sequence, as the driver calls the peers on gdn-bench --varlen's inputs
+(gdn-bench --varlen N packs N near-equal lengths, the longer ones first): a set that compiles
+again shows as a first call of compile length.
 """
 import argparse
 import difflib
@@ -100,10 +101,12 @@ def main(argv=None):
                                sequences=None if cu is None else len(cu) - 1)
         ins = {}
         for name, dtype, dims in layout:
+            if name == "cu_seqlens":  # the offsets themselves, as gdn-bench writes them
+                ins[name] = torch.tensor(cu, dtype=torch.int32, device="cuda")
+                continue
             x = torch.randn(*dims, generator=gen, device="cuda")
             ins[name] = (values[name](x) if name in values else x).to(dtypes[dtype])
-        cu_t = None if cu is None else torch.tensor(cu, dtype=torch.int32, device="cuda")
-        p = Problem(call, ins, scale, True, cu_t)  # l2norm in the kernel, as gdn-bench's default
+        p = Problem(call, ins, scale, True)  # l2norm in the kernel, as gdn-bench's default
         for mode in args.modes:
             t0 = time.time()
             p.first_call(mode)
