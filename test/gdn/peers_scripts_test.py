@@ -116,7 +116,7 @@ def test_cache_filler():
     check(p.returncode == 0, f"gpu_peers_cache.sh: exit code {p.returncode}: {p.stderr}")
     log = open(os.path.join(out, "warm.log")).read()
     jobs = [json.loads(line[4:]) for line in log.splitlines() if line.startswith("JOB ")]
-    check(len(jobs) == 11, f"11 jobs started, got {len(jobs)}")
+    check(len(jobs) == 15, f"15 jobs started, got {len(jobs)}")
     cache = os.path.join(tmp, "peers-cache")
     for j in jobs:
         e, args = j["env"], j["args"]
@@ -132,12 +132,19 @@ def test_cache_filler():
     varlen = [j["args"] for j in jobs if "--varlen" in j["args"]]
     check(varlen and varlen[0].count("--varlen") == 3 and "1024,3072,12288" in varlen[0],
           f"the varlen job gets all its arguments: {varlen}")
+    # gdn-bench --varlen 8's packed inputs at 16k tokens, both peers, both long shapes, every mode
+    eight = ",".join(["2048"] * 8)
+    packed8 = sorted((a[a.index("--backend") + 1], a[a.index("--shape") + 1]) for a in varlen
+                     if a[a.index("--varlen") + 1] == eight and "--modes" not in a)
+    check(packed8 == [(b, s) for b in ("fla", "flash_qla")
+                      for s in ("1,16384,16,32,128", "1,16384,16,64,128")],
+          f"the jobs of gdn-bench --varlen 8: {packed8}")
     summary = [line for line in log.splitlines() if line.startswith("job ")]
     stopped = [line for line in summary if "NOT DONE within 4 s" in line]
     check(len(stopped) == 2 and all("32768" in line for line in stopped),
           f"the two 32768-token jobs are stopped and say so: {stopped}")
     check(all("TileLang compiles: 1" in line for line in summary), "compiles counted per job")
-    check(len(summary) == 11 and all(("exit 0" in line) != ("NOT DONE" in line) for line in summary),
+    check(len(summary) == 15 and all(("exit 0" in line) != ("NOT DONE" in line) for line in summary),
           f"one summary line per job: {summary}")
     with tarfile.open(os.path.join(out, "tilelang-cache.tar.xz")) as t:
         names = t.getnames()

@@ -35,7 +35,10 @@ date -u
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # The two Qwen3.5 recipes' shapes (B4 T4096 Hv32, B1 T4096 Hv64), the same heads at 16k and 32k
 # tokens (where FlashQLA's intra-card context parallelism splits sequences), an initial state,
-# FlashQLA's own default scale, and packed sequences (varlen).
+# FlashQLA's own default scale, and packed sequences (varlen): forwards at assorted lengths, and
+# the inference and training steps of `gdn-bench --varlen 8` at 16k tokens (eight sequences of
+# 2048, the lengths it packs) for both peers.
+P8=2048,2048,2048,2048,2048,2048,2048,2048
 JOBS=(
   "flash_qla --shape 4,4096,16,32,128"
   "flash_qla --shape 1,4096,16,64,128"
@@ -47,8 +50,12 @@ JOBS=(
   "flash_qla --shape 4,4096,16,32,128 --scale none"
   "flash_qla --shape 1,16384,16,32,128 --modes fwd --varlen 4096,4096,4096,4096
     --varlen 1024,3072,12288 --varlen 16384"
+  "flash_qla --shape 1,16384,16,32,128 --varlen $P8"
+  "flash_qla --shape 1,16384,16,64,128 --varlen $P8"
   "fla --shape 4,4096,16,32,128"
   "fla --shape 1,4096,16,64,128"
+  "fla --shape 1,16384,16,32,128 --varlen $P8"
+  "fla --shape 1,16384,16,64,128 --varlen $P8"
 )
 PIDS=()
 for i in "${!JOBS[@]}"; do
