@@ -11,6 +11,8 @@ import struct
 import subprocess
 import sys
 
+from gdn_inputs_fixture import write_inputs
+
 DRIVER, WORK = sys.argv[1], sys.argv[2]
 FAILURES = []
 QUIET = [False]  # while checking that a malformed document is refused
@@ -37,44 +39,6 @@ def one_error_line(rc, err, needle, what):
     check(len(lines) == 1 and lines[0].startswith("error: "),
           f"{what}: expected one 'error:' line, got {err!r}")
     check(needle in err, f"{what}: {needle!r} not in {err!r}")
-
-
-def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4, states=False,
-                 offsets=None, change=None):
-    """A valid inputs.json / inputs.bin pair, as gdn-bench writes them (peers.cpp,
-    gdn_input_layout): with `offsets` (gdn-bench --varlen) the shape's N, one state per sequence
-    and the offsets as int32 cu_seqlens. `change` edits the manifest before it is written."""
-    os.makedirs(folder, exist_ok=True)
-    n = B if offsets is None else len(offsets) - 1
-    specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
-             ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
-             ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
-    if states:
-        specs += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
-    if offsets is not None:
-        specs.append(("cu_seqlens", "i32", [len(offsets)]))
-    tensors, blob = [], b""
-    for tname, dtype, shape in specs:
-        n_el = 1
-        for d in shape:
-            n_el *= d
-        raw = (struct.pack(f"<{n_el}i", *offsets) if dtype == "i32" else
-               struct.pack(f"<{n_el}f", *([-0.5] * n_el)) if dtype == "f32" else
-               b"\x80\x3f" * n_el)
-        tensors.append({"name": tname, "dtype": dtype, "shape": shape, "offset": len(blob),
-                        "bytes": len(raw)})
-        blob += raw
-    m = {"format": "qwen-recipe gdn-bench tensors 1",
-         "shape": {"name": name, "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D},
-         "scale": D ** -0.5, "l2norm": True, "tensors": tensors}
-    if offsets is not None:
-        m["shape"]["N"] = n
-    if change:
-        change(m)
-    with open(os.path.join(folder, "inputs.bin"), "wb") as f:
-        f.write(blob)
-    with open(os.path.join(folder, "inputs.json"), "w") as f:
-        json.dump(m, f)
 
 
 def packed_tests():

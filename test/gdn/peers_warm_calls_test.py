@@ -17,9 +17,10 @@ one state per sequence. Run by CTest: peers_warm_calls_test.py PEERS_SCRIPT_DIR 
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
+
+from gdn_inputs_fixture import write_inputs
 
 SCRIPTS, WORK = sys.argv[1], sys.argv[2]
 FAILURES = []
@@ -294,38 +295,6 @@ def stand_ins(root):
         write(os.path.join(root, name), text)
 
 
-def write_inputs(folder, B, T, Hk, Hv, D, states, offsets=None):
-    """inputs.json / inputs.bin exactly as gdn-bench writes them (peers.cpp, gdn_input_layout):
-    with `offsets`, N = len(offsets) - 1 packed sequences, one state each, and the offsets."""
-    n = B if offsets is None else len(offsets) - 1
-    specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
-             ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
-             ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
-    if states:
-        specs += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
-    if offsets is not None:
-        specs.append(("cu_seqlens", "i32", [n + 1]))
-    tensors, blob = [], b""
-    for name, dtype, dims in specs:
-        count = 1
-        for d in dims:
-            count *= d
-        raw = (struct.pack(f"<{count}i", *offsets) if name == "cu_seqlens" else
-               bytes(count * (2 if dtype == "bf16" else 4)))
-        tensors.append({"name": name, "dtype": dtype, "shape": dims, "offset": len(blob),
-                        "bytes": len(raw)})
-        blob += raw
-    shape = {"name": "custom", "B": B, "T": T, "Hk": Hk, "Hv": Hv, "D": D}
-    if offsets is not None:
-        shape["N"] = n
-    os.makedirs(folder)
-    with open(os.path.join(folder, "inputs.bin"), "wb") as f:
-        f.write(blob)
-    with open(os.path.join(folder, "inputs.json"), "w") as f:
-        json.dump({"format": "qwen-recipe gdn-bench tensors 1", "shape": shape,
-                   "scale": GDN_BENCH_SCALE_D128, "l2norm": True, "tensors": tensors}, f)
-
-
 def recorded(path, env, argv):
     """Runs argv with the stand-ins; returns, per peer, the distinct records {line: the call it
     is (a backward: the call it runs the backward of)} and the calls in order; and the process."""
@@ -367,11 +336,12 @@ def main():
               ("B1 T96", (1, 96, 1, 2, 128), False), ("B1 T96 states", (1, 96, 1, 2, 128), True)]
     for label, dims, states in shapes:
         folder = os.path.join(WORK, label.replace(" ", "-"))
-        write_inputs(folder, *dims, states)
+        size = dict(zip(("B", "T", "Hk", "Hv", "D"), dims))
+        write_inputs(folder, **size, states=states)
         # gdn-bench --varlen's inputs at B = 1: the same shape with packed sequences.
         sets = [[0, 32, 96], [0, 96]] if dims[0] == 1 else []
         for cu in sets:
-            write_inputs(f"{folder}-cu{len(cu) - 1}", *dims, states, offsets=cu)
+            write_inputs(f"{folder}-cu{len(cu) - 1}", **size, states=states, offsets=cu)
         for backend in ("flash_qla", "fla"):
             what = f"{backend} {label}"
 
