@@ -90,7 +90,7 @@ TEST_CASE("build: refuse_waived stops a recipe whose waived check fails (launch)
 }
 
 TEST_CASE("build: a config taken as written is launched as the recipe its header names") {
-  const std::filesystem::path dir = std::filesystem::path(QR_TEST_TMP) / "build_as_written";
+  const std::filesystem::path dir = test::scratch_dir() / "build_as_written";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "fp8mx.yaml").string();
   std::ofstream(path, std::ios::binary)
@@ -104,7 +104,7 @@ TEST_CASE("build: a config taken as written is launched as the recipe its header
 }
 
 TEST_CASE("build: a config taken as written keeps its values and checks every invariant") {
-  const std::filesystem::path dir = std::filesystem::path(QR_TEST_TMP) / "build_as_written";
+  const std::filesystem::path dir = test::scratch_dir() / "build_as_written";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "cfg.yaml").string();
   const BuildResult built =

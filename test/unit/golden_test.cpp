@@ -86,7 +86,7 @@ TEST_CASE("building is deterministic: the same request twice gives the same byte
 // quirk makes the recipe depend on its own starting state: recipes that waive the TE RNG tracker
 // check turn graphs on after benchmark-common, and a second run sees the graphs already on.
 TEST_CASE("idempotence: output -> same pipeline -> same output") {
-  const fs::path tmp = fs::path(QR_TEST_TMP) / "idempotence.yaml";
+  const fs::path tmp = test::scratch_dir() / "idempotence.yaml";
   int checked = 0;
   for (const Golden& g : goldens()) {
     if (g.profile != "pinned")

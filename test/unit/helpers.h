@@ -14,9 +14,27 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace qr::test {
+
+// This process's folder under the tests' scratch folder, removed when the process ends: CTest
+// runs each test case in its own process, in parallel, so cases that write a file of the same
+// name must not share a folder.
+inline std::filesystem::path scratch_dir() {
+  struct Scratch {
+    std::filesystem::path dir =
+        std::filesystem::path(QR_TEST_TMP) / ("pid-" + std::to_string(::getpid()));
+    Scratch() { std::filesystem::create_directories(dir); }
+    ~Scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const Scratch scratch;
+  return scratch.dir;
+}
 
 inline const Compiler& compiler() {
   static const Compiler c(embedded_data());

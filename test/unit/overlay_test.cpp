@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 // A fresh folder under the test scratch directory with the given files.
 std::string folder(const std::string& name,
                    const std::vector<std::pair<std::string, std::string>>& files) {
-  const fs::path dir = fs::path(QR_TEST_TMP) / "overlay" / name;
+  const fs::path dir = test::scratch_dir() / "overlay" / name;
   fs::remove_all(dir);
   for (const auto& [path, text] : files) {
     fs::create_directories((dir / path).parent_path());

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<std::string> tokens_of(const std::string& text) {
-  const fs::path p = fs::path(QR_TEST_TMP) / "overrides-file.yaml";
+  const fs::path p = test::scratch_dir() / "overrides-file.yaml";
   std::ofstream(p, std::ios::binary) << text;
   std::vector<std::string> out;
   for (const Override& o : read_overrides_file(p.string()))
@@ -50,8 +50,8 @@ TEST_CASE("overrides file: a mapping with _target_ replaces a section whole") {
 }
 
 TEST_CASE("overrides file: applied by the compiler before the command line's, in file order") {
-  const fs::path a = fs::path(QR_TEST_TMP) / "overrides-a.yaml";
-  const fs::path b = fs::path(QR_TEST_TMP) / "overrides-b.yaml";
+  const fs::path a = test::scratch_dir() / "overrides-a.yaml";
+  const fs::path b = test::scratch_dir() / "overrides-b.yaml";
   std::ofstream(a, std::ios::binary) << "train: {train_iters: 10, global_batch_size: 256}\n";
   std::ofstream(b, std::ios::binary) << "- train.train_iters=20\n";
   BuildRequest req;

@@ -349,7 +349,7 @@ TEST_CASE("recipes from a directory (--recipes-dir): the recipes/ tree on disk b
 
 TEST_CASE("a recipe that waives an unknown name is refused when the catalogue loads") {
   namespace fs = std::filesystem;
-  const fs::path tree = fs::path(QR_TEST_TMP) / "recipes_unknown_waiver";
+  const fs::path tree = test::scratch_dir() / "recipes_unknown_waiver";
   fs::remove_all(tree);
   fs::copy(fs::path(QR_SOURCE_DIR) / "recipes", tree, fs::copy_options::recursive);
   const fs::path b200 = tree / "gpus" / "b200.yaml";

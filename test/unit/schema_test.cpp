@@ -76,7 +76,7 @@ TEST_CASE("every section instantiates with a _target_ and every field of its pro
 }
 
 TEST_CASE("unknown fields in a base file are errors with a hint") {
-  const std::string path = std::string(QR_TEST_TMP) + "/bad_base.yaml";
+  const std::string path = (test::scratch_dir() / "bad_base.yaml").string();
   {
     FILE* f = std::fopen(path.c_str(), "w");
     std::fputs("model:\n  _target_: "
