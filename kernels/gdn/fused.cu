@@ -212,6 +212,8 @@ public:
       if (e = bwd(sg)(stream); !e.empty())
         return e;
     }
+    if (sg.hopper & kHopperIntra)
+      return launch_bwd_intra_ws(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
     return launch_bwd_intra(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
   }
 

@@ -472,5 +472,8 @@ std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, c
                              Ref<const bf16> d_o, const float* dht, cudaStream_t st);
 std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                              Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
+// bwd_intra warp-specialised on wgmma (fused_bwd_intra_ws.cu; sm_90a).
+std::string launch_bwd_intra_ws(const Geo& geo, const FwdInputs& in, const Workspace& ws,
+                                Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
 
 } // namespace qr::gdn::fused

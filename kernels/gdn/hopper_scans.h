@@ -1,8 +1,8 @@
-// Which of the fused backend's scans run their Hopper kernels (fused_scan_hopper.cu,
-// fused_bwd_scan_hopper.cu). On an sm_90 device all of them do unless QR_GDN_HOPPER_SCANS names
-// a subset: a comma list of fwd, save, seg_fwd, bwd, seg_bwd, or `none`. A diagnostic, to
-// compare the two paths in one binary and to find which kernel is at fault when a run fails.
-// Plain C++ (the CPU tests include it).
+// Which of the fused backend's kernels run their Hopper forms (fused_scan_hopper.cu,
+// fused_bwd_scan_hopper.cu, fused_bwd_intra_ws.cu). On an sm_90 device all of them do unless
+// QR_GDN_HOPPER_SCANS names a subset: a comma list of fwd, save, seg_fwd, bwd, seg_bwd,
+// bwd_intra, or `none`. A diagnostic, to compare the two paths in one binary and to find which
+// kernel is at fault when a run fails. Plain C++ (the CPU tests include it).
 #pragma once
 
 #include <algorithm>
@@ -17,7 +17,8 @@ enum HopperScan : unsigned {
   kHopperSegFwd = 4,
   kHopperBwd = 8,
   kHopperSegBwd = 16,
-  kHopperAll = 31,
+  kHopperIntra = 32,
+  kHopperAll = 63,
 };
 
 // The HopperScan bits that `list` (the variable's value; null: unset) selects, or an error
@@ -31,11 +32,9 @@ inline std::string parse_hopper_scans(const char* list, unsigned& bits) {
   const std::string text = list;
   if (text == "none")
     return {};
-  static constexpr std::pair<const char*, unsigned> kNames[] = {{"fwd", kHopperFwd},
-                                                                {"save", kHopperSave},
-                                                                {"seg_fwd", kHopperSegFwd},
-                                                                {"bwd", kHopperBwd},
-                                                                {"seg_bwd", kHopperSegBwd}};
+  static constexpr std::pair<const char*, unsigned> kNames[] = {
+      {"fwd", kHopperFwd}, {"save", kHopperSave},      {"seg_fwd", kHopperSegFwd},
+      {"bwd", kHopperBwd}, {"seg_bwd", kHopperSegBwd}, {"bwd_intra", kHopperIntra}};
   for (size_t at = 0; at <= text.size();) {
     const size_t end = std::min(text.find(',', at), text.size());
     const std::string name = text.substr(at, end - at);
@@ -44,7 +43,7 @@ inline std::string parse_hopper_scans(const char* list, unsigned& bits) {
       bit = name == known ? b : bit;
     if (!bit)
       return "QR_GDN_HOPPER_SCANS: unknown scan '" + name +
-             "' (a comma list of fwd, save, seg_fwd, bwd, seg_bwd, or none)";
+             "' (a comma list of fwd, save, seg_fwd, bwd, seg_bwd, bwd_intra, or none)";
     bits |= bit;
     at = end + 1;
   }

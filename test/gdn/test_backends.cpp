@@ -141,6 +141,10 @@ TEST_CASE("QR_GDN_HOPPER_SCANS selects the scans that run their Hopper kernels")
   CHECK(bits == (kHopperFwd | kHopperSegBwd));
   CHECK(parse_hopper_scans("save,seg_fwd,bwd", bits).empty());
   CHECK(bits == (kHopperSave | kHopperSegFwd | kHopperBwd));
+  CHECK(parse_hopper_scans("bwd_intra", bits).empty());
+  CHECK(bits == kHopperIntra);
+  CHECK(parse_hopper_scans("fwd,save,seg_fwd,bwd,seg_bwd,bwd_intra", bits).empty());
+  CHECK(bits == kHopperAll);
   const std::string bad = parse_hopper_scans("fwd,bwd_scan", bits);
   CHECK(bad.find("QR_GDN_HOPPER_SCANS: unknown scan 'bwd_scan'") == 0);
   CHECK(!parse_hopper_scans("", bits).empty());     // an empty entry
