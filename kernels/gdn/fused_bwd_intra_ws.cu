@@ -7,18 +7,20 @@
 // its 8 warps stalled at 7 CTA-wide barriers per head), and the loads taken off the consumers:
 //
 //   producer warpgroup 2   every tile by cp.async, in the order the consumers use them: per
-//   (40 registers)         value head do, S0, v_new, dSL, dv_new, A, the head's factors (G log2 e,
-//                          exp G, exp(Gl - G), beta), then at an item's first head its q, k and
-//                          rstd, then v into dSL's buffer once dSL is read. Each buffer is a Fill:
-//                          an mbarrier pair, `full` completed through cp.async.mbarrier.arrive
-//                          by the 128 producer threads once their copies land, `empty` by the
-//                          256 consumer threads once they and their products are done reading;
-//                          the producer waits for fill k - 1's release before issuing fill k.
-//                          Rows past `len` (do, v) are zero-filled (cp.async src-size 0).
-//   consumer warpgroups    the mma.sync kernel's chain per head, split by columns as in wsintra
-//   0, 1 (232 registers)   (warpgroup g: columns 64 g .. of a 64 x 128 product, 32 g .. of a
-//                          64 x 64 one; warp w of it rows 16 w ..), dq and dk in registers over
-//                          the group, products issued together and waited for one by one.
+//   (40 registers)         value head its factors (G log2 e, exp G, exp(Gl - G), beta: stored,
+//                          not copied), do, S0, v_new, dSL, dv_new, A, then at an item's first
+//                          head its q, k and rstd, then v into dSL's buffer once dSL is read.
+//                          Each buffer is a Fill, an mbarrier pair: `full` completed through
+//                          cp.async.mbarrier.arrive by the 128 producer threads once their
+//                          copies land, `empty` by the 256 consumer threads once they and their
+//                          products are done reading; the producer waits for fill k - 1's
+//                          release before issuing fill k. Rows past `len` (do, v) are
+//                          zero-filled (cp.async src-size 0).
+//   consumer warpgroups    the mma.sync kernel's chain per head, split by columns as in that
+//   0, 1 (232 registers)   earlier form (warpgroup g: columns 64 g .. of a 64 x 128 product,
+//                          32 g .. of a 64 x 64 one; warp w of it rows 16 w ..), dq and dk in
+//                          registers over the group, products issued together and waited for
+//                          one by one.
 //
 // Per head, the consumers' hand-offs are named barriers of their 256 threads only: kBarNu (every
 // product reading v_new has been waited for: dw = -dnu S0^T may overwrite it), kBarDw (dw is
@@ -26,14 +28,14 @@
 // warps 2 and 3 wait (the others arrive and go on): the head's partial sums (dG, dbeta, the two
 // row dots, <S0, dSL>) and factors are double-buffered by the head's parity, so the tail of head
 // h (dg's reverse cumsum, dbeta) runs beside head h + 1; head h + 2 writes that parity again only
-// after its kBarNu, which the tail warps reach after their tail. Per item, kBarItem four times:
-// the last head's sums are complete; dQKs / Psym are written (into the dA and t2 buffers); the
-// l2 row dots are written (in the sums' place); and at the next item's start, those are read.
-// The fp32 group sums keep one writer per entry: dQK's epilogue updates only entries on and below
-// the diagonal, dL's only entries above it (the mma.sync kernel's unconditional += 0 there would
-// now race with the next head's dQK). Every barrier that publishes st.shared tiles to wgmma is
-// preceded by the writers' fence.proxy.async; the consumers fence after each full wait (the
-// copies land through the generic proxy). Deterministic: one CTA computes an item, in a fixed
+// after head h + 1's kBarNu, which the tail warps reach after their tail. Per item, kBarItem up to
+// four times: the last head's sums are complete; dQKs / Psym are written (into the dA and t2
+// buffers); the l2 row dots are written (in the sums' place); and at the next item's start, those
+// are read. The fp32 group sums keep one writer per entry: dQK's epilogue updates only entries on
+// and below the diagonal, dL's only entries above it (the mma.sync kernel's unconditional += 0
+// there would now race with the next head's dQK). Every barrier that publishes st.shared tiles to
+// wgmma is preceded by the writers' fence.proxy.async; the consumers fence after each full wait
+// (the copies land through the generic proxy). Deterministic: one CTA computes an item, in a fixed
 // order, whichever CTA takes it.
 //
 // Shared memory: q, k, do, v_new / dw, dv_new (64 x 128), S0, dSL / v (128 x 128), A, dA, t2
@@ -449,6 +451,25 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       for (int rr = 0; rr < geo.group; ++rr, ++eh) {
         const int h = head_of(w, rr), bh = w.b * geo.Hv + h;
         const size_t vr = vrow(geo, bh, w.n), st = (size_t(bh) * geo.NT + w.n) * kD * kD;
+        { // the head's per-row factors first (the consumers' first wait of a head), loaded
+          // before the wait for their buffer, which hides the loads' latency
+          float g = 0.f, gl = 0.f, bt = 0.f;
+          if (id < kC) {
+            g = ws.G[vr + id];
+            gl = ws.G[vr + kC - 1];
+            bt = id < w.len ? __bfloat162float(*in.beta.at(w.b, w.t0 + id, h)) : 0.f;
+          }
+          Fill& f = sm.f_sc[eh & 1];
+          Scalars& s = sm.sc[eh & 1];
+          claim(f, eh >> 1);
+          if (id < kC) {
+            s.G2[id] = g * kLog2e;
+            s.gam[id] = __expf(g);
+            s.el[id] = __expf(gl - g);
+            s.beta[id] = bt;
+          }
+          f.full.arrive();
+        }
         claim(sm.f_do, eh);
         pq.load(do_t, d_o.at(w.b, w.t0, h), d_o.st, w.len);
         commit_async(sm.f_do);
@@ -467,24 +488,6 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         claim(sm.f_a, eh);
         pa.load(a_t, ws.a + vr * kC, kC, kC);
         commit_async(sm.f_a);
-        { // the head's per-row factors: loaded before the wait, so the wait hides their latency
-          float g = 0.f, gl = 0.f, bt = 0.f;
-          if (id < kC) {
-            g = ws.G[vr + id];
-            gl = ws.G[vr + kC - 1];
-            bt = id < w.len ? __bfloat162float(*in.beta.at(w.b, w.t0 + id, h)) : 0.f;
-          }
-          Fill& f = sm.f_sc[eh & 1];
-          Scalars& s = sm.sc[eh & 1];
-          claim(f, eh >> 1);
-          if (id < kC) {
-            s.G2[id] = g * kLog2e;
-            s.gam[id] = __expf(g);
-            s.el[id] = __expf(gl - g);
-            s.beta[id] = bt;
-          }
-          f.full.arrive();
-        }
         if (rr == 0) { // the item's q, k and rstd, once the last item's tail is done with them
           const size_t krow = (size_t(w.b * geo.Hk + w.hk) * geo.NT + w.n) * kC;
           claim(sm.f_qk, ei);
