@@ -155,6 +155,7 @@ struct Pieces {
   }
 };
 
+#if QR_GDN_WGMMA
 // The producer's side of a Fill: wait until fill k - 1 is released; after the copies of fill k
 // are issued, have its full barrier count this thread in once they land.
 __device__ __forceinline__ void claim(Fill& f, int k) {
@@ -175,7 +176,6 @@ __device__ __forceinline__ void release(Fill& f) {
   f.empty.arrive();
 }
 
-#if QR_GDN_WGMMA
 // wgmma m64nNk16, d = A B (scale_d 0) or d += A B (1): hopper_wgmma.cuh's m64n64 product with
 // the accumulate flag as an operand, so that a product starts without zeroing its accumulator,
 // and the m64n32 one, for the warpgroup's 32-column slice of a 64 x 64 product.
