@@ -252,10 +252,32 @@ def test_pack_parts():
           f"the earlier parts replaced by the new pack: {os.listdir(out)}, {pack_names(out)}")
 
 
+def test_pack_leaves_out_triton_stages():
+    """pack_cache.sh keeps a Triton kernel's binary and metadata, not its intermediate stages."""
+    root = os.path.join(WORK, "stages")
+    shutil.rmtree(root, ignore_errors=True)
+    cache, out = os.path.join(root, "cache"), os.path.join(root, "out")
+    kept = ["./triton/H/k.cubin", "./triton/H/k.json", "./triton/H/__grp__k.json",
+            "./0.1.15/linux-x86_64/K/kernel.ptx", "./inductor/x.py"]
+    left = ["./triton/H/k.source", "./triton/H/k.ttir", "./triton/H/k.ttgir", "./triton/H/k.llir",
+            "./triton/H/k.ptx"]
+    for name in kept + left:
+        os.makedirs(os.path.dirname(os.path.join(cache, name)), exist_ok=True)
+        write(os.path.join(cache, name), name, 0o644)
+    os.makedirs(out)
+    p = subprocess.run(["bash", os.path.join(SCRIPTS, "pack_cache.sh"), cache, out],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"pack_cache.sh: exit code {p.returncode}: {p.stderr}")
+    names = set(pack_names(out) or [])
+    check(all(n in names for n in kept), f"binaries, metadata and other caches packed: {names}")
+    check(not any(n in names for n in left), f"Triton's intermediate stages left out: {names}")
+
+
 def main():
     test_cache_filler()
     test_runner()
     test_pack_parts()
+    test_pack_leaves_out_triton_stages()
     if FAILURES:
         print(f"{len(FAILURES)} failures", file=sys.stderr)
         return 1
