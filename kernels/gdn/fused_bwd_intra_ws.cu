@@ -86,14 +86,6 @@ using Tq = Tile<kC, kD>; // 64 x 128: q, k, do, v_new, dv_new, v
 using Ts = Tile<kD, kD>; // 128 x 128: S0, dSL
 using Ta = Tile<kC, kC>; // 64 x 64: A, dA, t2, dQKs, Psym
 
-// A buffer the producer fills again and again: its k-th fill (k = 0, 1, ...) completes phase k
-// of `full` (the producer's 128 threads, each through cp.async.mbarrier.arrive once its copies
-// have landed, or a plain arrive after its stores) and is released by phase k of `empty` (the
-// 256 consumer threads, each once it and its products are done reading).
-struct Fill {
-  MBarrier full, empty;
-};
-
 // A value head's per-row factors (G2 = G log2(e), gam = exp(G), el = exp(Gl - G), beta).
 struct Scalars {
   float G2[kC], gam[kC], el[kC], beta[kC];
@@ -158,26 +150,6 @@ struct Pieces {
 };
 
 #if QR_GDN_WGMMA
-// The producer's side of a Fill: wait until fill k - 1 is released; after the copies of fill k
-// are issued, have its full barrier count this thread in once they land.
-__device__ __forceinline__ void claim(Fill& f, int k) {
-  if (k > 0)
-    f.empty.wait((k - 1) & 1);
-}
-__device__ __forceinline__ void commit_async(Fill& f) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(&f.full))
-               : "memory");
-}
-// The consumers' side: wait for fill k, then make it visible to wgmma (the copies land through
-// the generic proxy, wgmma reads through the async one); release when done with it.
-__device__ __forceinline__ void landed(Fill& f, int k) {
-  f.full.wait(k & 1);
-  fence_async();
-}
-__device__ __forceinline__ void release(Fill& f) {
-  f.empty.arrive();
-}
-
 // wgmma m64nNk16, d = A B (scale_d 0) or d += A B (1): hopper_wgmma.cuh's m64n64 product with
 // the accumulate flag as an operand, so that a product starts without zeroing its accumulator,
 // and the m64n32 one, for the warpgroup's 32-column slice of a 64 x 64 product.

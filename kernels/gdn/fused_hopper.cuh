@@ -1,6 +1,7 @@
 // What the Hopper scans (fused_scan_hopper.cu, fused_bwd_scan_hopper.cu; sm_90a) share: the
 // stage a producer warpgroup fills per chunk and their ring, the producer itself, the warpgroups'
-// register split, the named-barrier ids of their hand-offs, and the Ms epilogue.
+// register split, the named-barrier ids of their hand-offs, and the Ms epilogue; and the Fill
+// (an mbarrier pair per single buffer) of fused_bwd_intra_ws.cu and fused_bwd_hopper.cu.
 //
 // A CTA has NS state warpgroups (one per 64 value columns, warpgroups 0 .. NS - 1), one side
 // warpgroup (NS: the forward's output or store warpgroup, the backward's side warpgroup) and the
@@ -144,3 +145,38 @@ __device__ __forceinline__ void store_ms(Frag& M, Tile<kC, kC> ms, const float* 
 #endif
 
 } // namespace qr::gdn::fused::hopper_scan
+
+namespace qr::gdn::fused {
+
+// A buffer a producer warpgroup fills again and again: its k-th fill (k = 0, 1, ...) completes
+// phase k of `full` (the producer's 128 threads, each through cp.async.mbarrier.arrive once its
+// copies have landed, or a plain arrive after its stores) and is released by phase k of `empty`
+// (its readers' threads, each once it and its products are done reading; the count is the
+// kernel's).
+struct Fill {
+  hopper::MBarrier full, empty;
+};
+
+#if QR_GDN_WGMMA
+// The producer's side of a Fill: wait until fill k - 1 is released; after the copies of fill k
+// are issued, have its full barrier count this thread in once they land.
+__device__ __forceinline__ void claim(Fill& f, int k) {
+  if (k > 0)
+    f.empty.wait((k - 1) & 1);
+}
+__device__ __forceinline__ void commit_async(Fill& f) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(&f.full))
+               : "memory");
+}
+// The consumers' side: wait for fill k, then make it visible to wgmma (the copies land through
+// the generic proxy, wgmma reads through the async one); release when done with it.
+__device__ __forceinline__ void landed(Fill& f, int k) {
+  f.full.wait(k & 1);
+  hopper::fence_async();
+}
+__device__ __forceinline__ void release(Fill& f) {
+  f.empty.arrive();
+}
+#endif
+
+} // namespace qr::gdn::fused
