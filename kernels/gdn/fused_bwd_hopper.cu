@@ -3,15 +3,13 @@
 // per (batch, value head), walking the chunks in reverse with dS in registers, so that dh and
 // dv_new never go to HBM, and a group-sum kernel after it for dq and dk.
 //
-// STATUS (2026-12-02, written without a GPU): the kernel and the group sum compile for sm_90a
-// (ptxas and SASS figures in docs/gdn-bench-log.md); the barrier protocol below was checked by a
-// CPU model with randomised timings (outside the repository). NOTHING HERE HAS RUN: there is no
-// launch function and no dispatch yet. Missing before it can be wired behind QR_GDN_HOPPER_SCANS
-// (`fused_bwd`): the launch (grid B Hv, 512 threads, sizeof(FusedBwdSmem) + 1024 bytes) and the
-// fp32 dq / dk scratch in Workspace::carve (in place of dh and dnu, which this path does not
-// write); a GPU unit test of the two new primitives (the register-A wgmma mma64_rs and the
-// ldmatrix.trans operand of Qs^T) beside tile-mma-tests; the split and varlen refusals in the
-// dispatch (below). The next session runs it first (a device script beside this work).
+// STATUS (2026-12-02, written without a GPU): it compiles for sm_90a without a wgmma
+// serialization warning (ptxas, SASS: docs/gdn-bench-log.md), its barrier protocol passed a CPU
+// model with randomised timings (kept outside the repository), and the backward dispatches to it
+// on sm_90 only when QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default). IT HAS NOT RUN: the
+// next session runs it first (gdn-bench --check at the canary shapes, gdn-gpu-tests,
+// compute-sanitizer, then the A/B). Unverified on hardware in particular: the register-A wgmma
+// (wgmma_rs) and the ldmatrix.trans operand of Qs^T, which tile-mma-tests does not cover yet.
 //
 // ALGEBRA. Per chunk (64 tokens) of value head h, walking down from the last chunk, with S0 the
 // state entering the chunk (save_scan's h, bf16), nu its v_new (bf16), dS the gradient of the
@@ -26,11 +24,13 @@
 //     dk_h = El .* (nu dSL^T) + dQK^T q + beta Gm .* (A^T dw) + Psym k,   dw = -dnu S0^T
 //     dA = lowerIncl(dnu V^T diag(beta) + dw K^T diag(beta Gm)), t2 = dA A^T, dL = -A^T t2,
 //     dP = strictLower(dL) .* beta_i D, Psym = dP + dP^T; dbeta, dG and dg as bwd_intra.
-//   The one change of numerics: bwd_intra sums dQK and Psym over the group in fp32 and rounds the
-//   sum to bf16 once; here each value head's dQK and Psym are rounded (FlashQLA does the same),
-//   and dq_h, dk_h (fp32, before the l2 backward) are summed over the group by group_sum_kernel
-//   in a fixed head order, which then applies the l2 normalisation's backward and rounds once.
-//   Deterministic: every sum has one owner and a fixed order.
+//   The changes of numerics, both FlashQLA's too: bwd_intra sums dQK and Psym over the group in
+//   fp32 and rounds the sum to bf16 once, here each value head's dQK and Psym are rounded; and
+//   dq_h, dk_h (before the l2 backward) are rounded to bf16 per value head into ws.dh's place
+//   (this path writes no dh; fp32 rows would need 256 bytes per token and head more workspace
+//   than dh and dnu hold), then group_sum_kernel sums them over the group in fp32 in head order,
+//   applies the l2 normalisation's backward and rounds once. Whether `gdn-bench --check` holds
+//   with that is the first thing to measure. Deterministic: every sum has one owner and an order.
 //
 // ROLES: 512 threads, four warpgroups, setmaxnreg (sum <= 512 per thread of a warpgroup):
 //   S  state (wg 0, kStateRegs)     dS (128 x 128 fp32: four m64n64 accumulators, 128 regs);
@@ -52,6 +52,9 @@
 //                                   the chunk's dg (reverse cumsum) and dbeta.
 //   P  producer (wg 3, kProducerRegs)  cp.async of every input tile, each into its buffer as soon
 //                                   as the last step's readers release it (Fill: mbarrier pairs).
+// ptxas serializes every wgmma of the kernel if any role touches an accumulator, or branches on a
+// wait, while one of its products is in flight: so the FREE waits are unconditional (above), S
+// scales dS before issuing, and S waits for K^T Y_0 before it waits for Y_1.
 // Products: every one m64n64k16 wgmma (hopper_wgmma.cuh's descriptors and 128-byte-swizzled
 // tiles). Per chunk 192 k-steps: S 32 (Qs^T do 16, K^T Y 16), V 72 (Mt 8, T 8, X 16, Z 8, dw 16,
 // do S0^T 16; dQK k 8 -> 80), G 88 (Q K^T 8, do nu^T 8, nu dSL^T 16, dQK^T q 8, dnu V^T 8, dw K^T
@@ -63,14 +66,17 @@
 // chain never waits for chunk n's gradients to finish with k and A; q, do, v, nu (v_new, then dw),
 // dnu, Y (16 KB each), S0 and dSL (two 64 x 128 row halves each, 32 KB each), one 64 x 64 tile for
 // dQK, then t2, then Psym (8 KB), the G-owned factors, the partial sums (every entry one owner)
-// and the mbarriers: 208 KB of tiles. Ms, Qs and dA need no tile (registers, see the roles).
+// and the mbarriers: 216 KB of tiles, 222 KB in all. Ms, Qs and dA need no tile (registers, see
+// the roles).
 //
 // HAND-OFFS, all mbarriers completing once per step i (the walk's i-th chunk; ready barriers are
-// waited with parity i & 1, the FREE ones for step i - 1 with parity (i - 1) & 1 when i > 0):
+// waited with parity i & 1, the FREE ones for step i - 1 with parity (i - 1) & 1, which at i = 0
+// a fresh mbarrier reports complete):
 //   DSB (S, 128)      dSL of step i is in            -> V (X), G (nu dSL^T, <S0, dSL>)
 //   DSB_FREE (256)    V's X and G's dSL reads done   -> S before writing dSL of step i + 1
-//   Y[nb] (V, 128)    Y_nb is in                     -> S (K^T Y_nb)
-//   Y_FREE (S, 128)   S's K^T Y done                 -> V before writing Y of step i + 1
+//   Y[nb] (V, 128)    Y_nb is in                     -> S (K^T Y_nb); V writes Y of step i + 1
+//                                                       after DSB of step i + 1, which S arrives
+//                                                       on only after its K^T Y of step i
 //   DNU (V, 128)      both dnu slices are in         -> G (dnu V^T)
 //   DNU_FREE (G, 128) G's dnu V^T done               -> V before writing dnu of step i + 1
 //   NU_READ (G, 128)  G's do nu^T, nu dSL^T done     -> V before writing dw into nu's tile
@@ -82,6 +88,9 @@
 //   Fills: ka[2] (k, A, G; readers S, V, G: 384), q (S, V, G: 384), do (S, V, G: 384), s0 (V, G:
 //   256), nu (G: 128; V's dw writes are ordered by NU_READ / DW), v (G: 128). The producer claims
 //   a buffer for step i once step i - 1 (ka: i - 2) released it, in the order ka, q, do, s0, nu, v.
+//   In this order some waits are implied by others (the CPU model drops each wait in turn: these
+//   alone break nothing): DNU_FREE and the do, s0, v claims by the q claim, DQK by NU_READ. They
+//   stay, so that reordering a role's releases cannot break the protocol; each costs one try_wait.
 // Within a warpgroup, named barriers (V: 1, G: 2) publish its own tiles to its own products. Every
 // writer of a tile that wgmma reads fences (fence.proxy.async) before the barrier that publishes
 // it; consumers fence after each Fill's full wait (cp.async lands through the generic proxy).
@@ -106,10 +115,11 @@
 //
 // VARLEN, SPLIT: varlen as bwd_scan (the chunk map; dS reloaded from the final-state gradient at a
 // sequence's last chunk, dh0 saved at its first; rows past a chunk's length are zero-filled and
-// never stored). The in-card split (B Hv <= 32) is refused: its dispatch must fall back to the
-// current path (seg_bwd + bwd_scan + bwd_intra_ws) there. A value-column split (two CTAs of 64
-// columns per head, dq / dk / dA partial per slice: every gradient is linear in the slices) is the
-// way to fill 132 SMs at 397B (64 heads); not written.
+// never stored), but one CTA walks all of a head's slots, where bwd_scan spreads sequence groups
+// over gridDim.z. The in-card split (B Hv <= 32) is not handled: the dispatch keeps the current
+// path (seg_bwd + bwd_scan + bwd_intra_ws) there. A value-column split (two CTAs of 64 columns
+// per head, dq / dk / dA partial per slice: every gradient is linear in the slices) is the way to
+// fill 132 SMs at 397B (64 heads); not written.
 #include "fused_hopper.cuh"
 
 namespace qr::gdn::fused {
@@ -159,7 +169,7 @@ struct alignas(1024) FusedBwdSmem {
   Scalars sc;
   Sums sums;
   Fill f_ka[2], f_q, f_do, f_s0, f_nu, f_v;
-  MBarrier dsb, dsb_free, y_in[2], y_free, dnu_in, dnu_free, nu_read, dw_in, dqk_in, dqk_free;
+  MBarrier dsb, dsb_free, y_in[2], dnu_in, dnu_free, nu_read, dw_in, dqk_in, dqk_free;
 };
 static_assert(sizeof(FusedBwdSmem) + 1024 <= 227 * 1024);
 
@@ -299,22 +309,22 @@ __device__ __forceinline__ void scale_rows(Frag& x, const float (&f)[2]) {
       x.c[0][j][e] *= f[e / 2];
 }
 
-// An fp32 accumulator (columns c0 .. c0 + 63 of 128) to rows `row0 + r` of an fp32 [*, 128]
-// scratch, rows r < valid.
-__device__ __forceinline__ void store_rows_f32(const Frag& x, float* dst, int c0, int valid) {
-  Frag y = x;
-  hopper::each_pair64(y, [&](int, int r, int c, float& x0, float& x1) {
+// An fp32 accumulator (columns c0 .. c0 + 63 of 128) as bf16 to rows r < valid of a [*, 128]
+// scratch.
+__device__ __forceinline__ void store_rows(Frag& x, bf16* dst, int c0, int valid) {
+  hopper::each_pair64(x, [&](int, int r, int c, float& x0, float& x1) {
     if (r < valid)
-      *reinterpret_cast<float2*>(dst + size_t(r) * kD + c0 + c) = make_float2(x0, x1);
+      *reinterpret_cast<__nv_bfloat162*>(dst + size_t(r) * kD + c0 + c) =
+          __floats2bfloat162_rn(x0, x1);
   });
 }
 #endif
 
-// One CTA per (batch, value head): grid B Hv, kFusedThreads threads. dq_part / dk_part: fp32
-// [B, Hv, Tp, Dk] in vrow's rows, before the group sum and the l2 backward.
+// One CTA per (batch, value head): grid B Hv, kFusedThreads threads. dq_part / dk_part: bf16
+// [B, Hv, Tp, Dk] in vrow's rows (in ws.dh's place), before the group sum and the l2 backward.
 __global__ void __launch_bounds__(kFusedThreads, 1)
     fused_bwd_hopper_kernel(Geo geo, FwdInputs in, Workspace ws, Ref<const bf16> d_o,
-                            const float* dht, float* dh0, float* dq_part, float* dk_part,
+                            const float* dht, float* dh0, bf16* dq_part, bf16* dk_part,
                             Ref<bf16> dv_out, Ref<bf16> db_out, Ref<float> dg_out) {
 #if QR_GDN_WGMMA
   extern __shared__ char smem_raw[];
@@ -333,8 +343,8 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
       fills[f]->full.init(kRoleThreads);
       fills[f]->empty.init(readers[f] * kRoleThreads);
     }
-    MBarrier* const hand[] = {&sm.dsb,      &sm.y_in[0], &sm.y_in[1], &sm.y_free, &sm.dnu_in,
-                              &sm.dnu_free, &sm.nu_read, &sm.dw_in,   &sm.dqk_in, &sm.dqk_free};
+    MBarrier* const hand[] = {&sm.dsb,     &sm.y_in[0], &sm.y_in[1], &sm.dnu_in,  &sm.dnu_free,
+                              &sm.nu_read, &sm.dw_in,   &sm.dqk_in,  &sm.dqk_free};
     for (MBarrier* m : hand)
       m->init(kRoleThreads);
     sm.dsb_free.init(2 * kRoleThreads); // V and G
@@ -456,7 +466,6 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
           mma64<Lay::KM, Lay::KN, kC>(dS[nb][m], k_of(i).block(m), y_t.block(nb));
         mma_wait(dS[nb][0], dS[nb][1]);
       }
-      sm.y_free.arrive();
       release(sm.f_ka[i & 1]);
       if (cur.first)
         if (float* at = state_of(dh0, geo, cur, h, 0))
@@ -549,7 +558,6 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
       dnu_slice(0);
       k_dsl(1);
       mma_wait<2>(Z);
-      sm.y_free.wait(prev(i));
       y_slice(0);
       mma_wait(X);
       sm.dsb_free.arrive();
@@ -606,10 +614,10 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
       mma_wait(W[0], W[1]);
       sm.dqk_free.arrive();
       release(sm.f_ka[i & 1]);
-      float* dq = dq_part + vrow(geo, bh, n) * kD;
+      bf16* dq = dq_part + vrow(geo, bh, n) * kD;
 #pragma unroll
       for (int c = 0; c < 2; ++c)
-        store_rows_f32(W[c], dq, 64 * c, cur.len);
+        store_rows(W[c], dq, 64 * c, cur.len);
     }
     return;
   }
@@ -846,10 +854,10 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
       mma64<Lay::MK, Lay::KN, kC>(dk[c], p_t, k_t.block(c));
     mma_wait(dk[0], dk[1]);
     release(sm.f_ka[i & 1]);
-    float* dk_rows = dk_part + vrow(geo, bh, n) * kD;
+    bf16* dk_rows = dk_part + vrow(geo, bh, n) * kD;
 #pragma unroll
     for (int c = 0; c < 2; ++c)
-      store_rows_f32(dk[c], dk_rows, 64 * c, L);
+      store_rows(dk[c], dk_rows, 64 * c, L);
 
     // the chunk's tail: dg (reverse cumsum of dG) by warp 0, dbeta by warp 1
     sync(); // every partial sum is in (V's dq row dots came before its DQK_FREE)
@@ -895,16 +903,16 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
 #endif
 }
 
-// dq, dk of key head hk at token t: the sum over the group's value heads (in head order) of the
-// fused kernel's fp32 rows, through the l2 normalisation's backward, dx = rstd (dxn - xn (xn .
-// dxn)), rounded to bf16 once. One warp per (b, key head, token); skips unused varlen slots.
+// dq, dk of key head hk at token t: the sum over the group's value heads (in head order, fp32)
+// of the fused kernel's per-head rows, through the l2 normalisation's backward, dx = rstd (dxn -
+// xn (xn . dxn)), rounded to bf16 once. One warp per (b, key head, slot row), four columns a lane;
+// rows past their chunk's length (and unused varlen slots) are skipped.
 __global__ void __launch_bounds__(256)
-    group_sum_kernel(Geo geo, Workspace ws, const float* dq_part, const float* dk_part,
+    group_sum_kernel(Geo geo, Workspace ws, const bf16* dq_part, const bf16* dk_part,
                      Ref<bf16> dq_out, Ref<bf16> dk_out) {
   const int lane = threadIdx.x % 32;
-  const size_t row = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; // (b, hk, slot row)
-  const size_t rows = size_t(geo.B) * geo.Hk * geo.NT * kC;
-  if (row >= rows)
+  const size_t row = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= size_t(geo.B) * geo.Hk * geo.NT * kC)
     return;
   const int r = int(row % kC), n = int(row / kC % geo.NT), bk = int(row / kC / geo.NT);
   const int b = bk / geo.Hk, hk = bk % geo.Hk;
@@ -912,35 +920,56 @@ __global__ void __launch_bounds__(256)
   if (r >= c.len)
     return;
   const size_t krow0 = (size_t(bk) * geo.NT + n) * kC + r;
-  auto one = [&](const float* part, const bf16* xn, const float* rstd, Ref<bf16> out) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+  auto one = [&](const bf16* part, const bf16* xn, const float* rstd, Ref<bf16> out) {
+    float s[4] = {0.f, 0.f, 0.f, 0.f};
     for (int g = 0; g < geo.group; ++g) {
       const int bh = b * geo.Hv + hk * geo.group + g;
-      const float4 x =
-          *reinterpret_cast<const float4*>(part + (vrow(geo, bh, n) + r) * kD + 4 * lane);
-      s.x += x.x;
-      s.y += x.y;
-      s.z += x.z;
-      s.w += x.w;
+      const uint2 x =
+          *reinterpret_cast<const uint2*>(part + (vrow(geo, bh, n) + r) * kD + 4 * lane);
+      const float2 x01 = bf16x2_to_float2(x.x), x23 = bf16x2_to_float2(x.y);
+      s[0] += x01.x;
+      s[1] += x01.y;
+      s[2] += x23.x;
+      s[3] += x23.y;
     }
     const uint2 xr = *reinterpret_cast<const uint2*>(xn + krow0 * kD + 4 * lane);
-    const float2 x01 = bf16x2_to_float2(xr.x), x23 = bf16x2_to_float2(xr.y);
+    const float2 y01 = bf16x2_to_float2(xr.x), y23 = bf16x2_to_float2(xr.y);
+    const float y[4] = {y01.x, y01.y, y23.x, y23.y};
     float rs = 1.f, dot = 0.f;
     if (geo.l2) {
       rs = rstd[krow0];
-      dot = warp_sum(x01.x * s.x + x01.y * s.y + x23.x * s.z + x23.y * s.w);
+      dot = warp_sum(y[0] * s[0] + y[1] * s[1] + y[2] * s[2] + y[3] * s[3]);
     }
-    bf16* o = out.at(c.b, c.t0 + r, hk) + 4 * lane;
-    const __nv_bfloat162 lo =
-        __floats2bfloat162_rn(rs * (s.x - x01.x * dot), rs * (s.y - x01.y * dot));
-    const __nv_bfloat162 hi =
-        __floats2bfloat162_rn(rs * (s.z - x23.x * dot), rs * (s.w - x23.y * dot));
-    reinterpret_cast<__nv_bfloat162*>(o)[0] = lo;
-    reinterpret_cast<__nv_bfloat162*>(o)[1] = hi;
+    __nv_bfloat162* o = reinterpret_cast<__nv_bfloat162*>(out.at(c.b, c.t0 + r, hk) + 4 * lane);
+    o[0] = __floats2bfloat162_rn(rs * (s[0] - y[0] * dot), rs * (s[1] - y[1] * dot));
+    o[1] = __floats2bfloat162_rn(rs * (s[2] - y[2] * dot), rs * (s[3] - y[3] * dot));
   };
   one(dq_part, ws.qn, ws.rq, dq_out);
   one(dk_part, ws.kn, ws.rk, dk_out);
 }
 
 } // namespace
+
+std::string launch_fused_bwd_hopper(const Geo& geo, const FwdInputs& in, const Workspace& ws,
+                                    Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st) {
+  const int smem = sizeof(FusedBwdSmem) + 1024; // + the 1024-byte alignment
+  QR_CUDA_TRY(cudaFuncSetAttribute(fused_bwd_hopper_kernel,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // the per-head dq, dk rows in dh's place, which this path never writes: [B Hv Tp Dk] each,
+  // dh's [B Hv NT Dk Dv] holding both
+  const size_t part = size_t(geo.B) * geo.Hv * geo.NT * kC * kD;
+  bf16* const dq_part = ws.dh;
+  bf16* const dk_part = ws.dh + part;
+  fused_bwd_hopper_kernel<<<geo.B * geo.Hv, kFusedThreads, smem, st>>>(
+      geo, in, ws, d_o, out.d_final_state, out.d_initial_state, dq_part, dk_part, ref<bf16>(out.dv),
+      ref<bf16>(out.dbeta), ref<float>(out.dg));
+  QR_CUDA_TRY(cudaGetLastError());
+  const size_t rows = size_t(geo.B) * geo.Hk * geo.NT * kC;
+  constexpr int kWarpsPerBlock = 8;
+  group_sum_kernel<<<int((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0,
+                     st>>>(geo, ws, dq_part, dk_part, ref<bf16>(out.dq), ref<bf16>(out.dk));
+  QR_CUDA_TRY(cudaGetLastError());
+  return {};
+}
+
 } // namespace qr::gdn::fused

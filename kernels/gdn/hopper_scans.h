@@ -2,7 +2,9 @@
 // fused_bwd_scan_hopper.cu, fused_bwd_intra_ws.cu). On an sm_90 device all of them do unless
 // QR_GDN_HOPPER_SCANS names a subset: a comma list of fwd, save, seg_fwd, bwd, seg_bwd,
 // bwd_intra, or `none`. A diagnostic, to compare the two paths in one binary and to find which
-// kernel is at fault when a run fails. Plain C++ (the CPU tests include it).
+// kernel is at fault when a run fails. `fused_bwd` (fused_bwd_hopper.cu: bwd_scan and bwd_intra
+// in one kernel, not yet run on a GPU) is off unless named; where it runs it replaces bwd and
+// bwd_intra. Plain C++ (the CPU tests include it).
 #pragma once
 
 #include <algorithm>
@@ -18,7 +20,8 @@ enum HopperScan : unsigned {
   kHopperBwd = 8,
   kHopperSegBwd = 16,
   kHopperIntra = 32,
-  kHopperAll = 63,
+  kHopperAll = 63,      // unset: every kernel above
+  kHopperFusedBwd = 64, // only when named
 };
 
 // The HopperScan bits that `list` (the variable's value; null: unset) selects, or an error
@@ -33,8 +36,9 @@ inline std::string parse_hopper_scans(const char* list, unsigned& bits) {
   if (text == "none")
     return {};
   static constexpr std::pair<const char*, unsigned> kNames[] = {
-      {"fwd", kHopperFwd}, {"save", kHopperSave},      {"seg_fwd", kHopperSegFwd},
-      {"bwd", kHopperBwd}, {"seg_bwd", kHopperSegBwd}, {"bwd_intra", kHopperIntra}};
+      {"fwd", kHopperFwd},           {"save", kHopperSave},      {"seg_fwd", kHopperSegFwd},
+      {"bwd", kHopperBwd},           {"seg_bwd", kHopperSegBwd}, {"bwd_intra", kHopperIntra},
+      {"fused_bwd", kHopperFusedBwd}};
   for (size_t at = 0; at <= text.size();) {
     const size_t end = std::min(text.find(',', at), text.size());
     const std::string name = text.substr(at, end - at);
@@ -43,7 +47,7 @@ inline std::string parse_hopper_scans(const char* list, unsigned& bits) {
       bit = name == known ? b : bit;
     if (!bit)
       return "QR_GDN_HOPPER_SCANS: unknown scan '" + name +
-             "' (a comma list of fwd, save, seg_fwd, bwd, seg_bwd, bwd_intra, or none)";
+             "' (a comma list of fwd, save, seg_fwd, bwd, seg_bwd, bwd_intra, fused_bwd, or none)";
     bits |= bit;
     at = end + 1;
   }
