@@ -362,7 +362,6 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
 
       landed(sm.f_q, i);
       landed(sm.f_do, i);
-#pragma unroll
       // dS = exp(Gl) dS + Qs^T do, one Dk block at a time (its operand's registers are reused);
       // no accumulator is touched while a product is in flight (ptxas would serialize them all)
 #pragma unroll
