@@ -9,7 +9,8 @@
 // on sm_90 only when QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default). IT HAS NOT RUN: the
 // next session runs it first (gdn-bench --check at the canary shapes, gdn-gpu-tests,
 // compute-sanitizer, then the A/B). Unverified on hardware in particular: the register-A wgmma
-// (wgmma_rs) and the ldmatrix.trans operand of Qs^T, which tile-mma-tests does not cover yet.
+// and the ldmatrix.trans operand of Qs^T (hopper_wgmma.cuh's mma64_rs, to_reg_a, trans_operand),
+// which tile-mma-tests checks first.
 //
 // ALGEBRA. Per chunk (64 tokens) of value head h, walking down from the last chunk, with S0 the
 // state entering the chunk (save_scan's h, bf16), nu its v_new (bf16), dS the gradient of the
@@ -268,17 +269,26 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
   const int top = geo.NT - 1, chunks = geo.NT; // step i: slot top - i
   if (threadIdx.x == 0) {
     // a Fill's empty count: the threads of the roles that read it
-    Fill* const fills[] = {&sm.f_ka[0], &sm.f_ka[1], &sm.f_q, &sm.f_do,
-                           &sm.f_s0,    &sm.f_nu,    &sm.f_v};
-    const int readers[] = {3, 3, 3, 3, 2, 1, 1};
-    for (int f = 0; f < 7; ++f) {
-      fills[f]->full.init(kRoleThreads);
-      fills[f]->empty.init(readers[f] * kRoleThreads);
-    }
-    MBarrier* const hand[] = {&sm.dsb,     &sm.y_in[0], &sm.y_in[1], &sm.dnu_in,  &sm.dnu_free,
-                              &sm.nu_read, &sm.dw_in,   &sm.dqk_in,  &sm.dqk_free};
-    for (MBarrier* m : hand)
-      m->init(kRoleThreads);
+    auto fill = [](Fill& f, int readers) {
+      f.full.init(kRoleThreads);
+      f.empty.init(readers * kRoleThreads);
+    };
+    fill(sm.f_ka[0], 3);
+    fill(sm.f_ka[1], 3);
+    fill(sm.f_q, 3);
+    fill(sm.f_do, 3);
+    fill(sm.f_s0, 2);
+    fill(sm.f_nu, 1);
+    fill(sm.f_v, 1);
+    sm.dsb.init(kRoleThreads);
+    sm.y_in[0].init(kRoleThreads);
+    sm.y_in[1].init(kRoleThreads);
+    sm.dnu_in.init(kRoleThreads);
+    sm.dnu_free.init(kRoleThreads);
+    sm.nu_read.init(kRoleThreads);
+    sm.dw_in.init(kRoleThreads);
+    sm.dqk_in.init(kRoleThreads);
+    sm.dqk_free.init(kRoleThreads);
     sm.dsb_free.init(2 * kRoleThreads); // V and G
   }
   __syncthreads();
