@@ -3,8 +3,8 @@
 // QR_GDN_HOPPER_SCANS names a subset: a comma list of fwd, save, seg_fwd, bwd, seg_bwd,
 // bwd_intra, or `none`. A diagnostic, to compare the two paths in one binary and to find which
 // kernel is at fault when a run fails. `fused_bwd` (fused_bwd_hopper.cu: bwd_scan and bwd_intra
-// in one kernel, not yet run on a GPU) is off unless named; where it runs it replaces bwd and
-// bwd_intra. Plain C++ (the CPU tests include it).
+// in one kernel, correct on the H200 and not yet faster) is off unless named; where it runs it
+// replaces bwd and bwd_intra. Plain C++ (the CPU tests include it).
 #pragma once
 
 #include <algorithm>
