@@ -150,25 +150,8 @@ struct Pieces {
 };
 
 #if QR_GDN_WGMMA
-// wgmma m64nNk16, d = A B (scale_d 0) or d += A B (1): hopper_wgmma.cuh's m64n64 product with
-// the accumulate flag as an operand, so that a product starts without zeroing its accumulator,
-// and the m64n32 one, for the warpgroup's 32-column slice of a 64 x 64 product.
-template <bool kTransA, bool kTransB>
-__device__ __forceinline__ void mma64(Acc<16, 64>& acc, uint64_t a, uint64_t b, int scale_d) {
-  float* d = &acc.c[0][0][0];
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %36, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
-               "%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, %34, %35;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-                 "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-                 "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-                 "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-                 "+f"(d[31])
-               : "l"(a), "l"(b), "n"(int(kTransA)), "n"(int(kTransB)), "r"(scale_d)
-               : "memory");
-}
+// wgmma m64n32k16, d = A B (scale_d 0) or d += A B (1), for the warpgroup's 32-column slice of
+// a 64 x 64 product (the m64n64 one is hopper_wgmma.cuh's wgmma::mma).
 template <bool kTransA, bool kTransB>
 __device__ __forceinline__ void mma32(Acc<16, 32>& acc, uint64_t a, uint64_t b, int scale_d) {
   float* d = &acc.c[0][0][0];
@@ -228,7 +211,7 @@ __device__ __forceinline__ void product(Acc<16, N>& acc, AAt a, BAt b) {
                    db = db0 + uint64_t((b(k0) - b(0)) >> 3);
     const int scale_d = kFresh && k0 == 0 ? 0 : 1;
     if constexpr (N == 64)
-      mma64<LA == Lay::KM, LB == Lay::KN>(acc, da, db, scale_d);
+      hopper::wgmma::mma<LA == Lay::KM, LB == Lay::KN>(acc, da, db, scale_d);
     else
       mma32<LA == Lay::KM, LB == Lay::KN>(acc, da, db, scale_d);
   }

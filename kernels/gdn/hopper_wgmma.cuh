@@ -149,9 +149,10 @@ __device__ __forceinline__ void fence_operands(Frag& acc) {
     asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d += A B, m64 x n64 x k16; kTransA / kTransB: the operand is MN-major.
+// d += A B, m64 x n64 x k16; kTransA / kTransB: the operand is MN-major; scale_d 0: d = A B,
+// the accumulator's old value unread (a product that starts without zeroing it).
 template <bool kTransA, bool kTransB>
-__device__ __forceinline__ void mma(Frag& acc, uint64_t a, uint64_t b) {
+__device__ __forceinline__ void mma(Frag& acc, uint64_t a, uint64_t b, int scale_d = 1) {
   float* d = &acc.c[0][0][0];
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %36, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -163,7 +164,7 @@ __device__ __forceinline__ void mma(Frag& acc, uint64_t a, uint64_t b) {
                  "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
                  "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
                  "+f"(d[31])
-               : "l"(a), "l"(b), "n"(int(kTransA)), "n"(int(kTransB)), "r"(1)
+               : "l"(a), "l"(b), "n"(int(kTransA)), "n"(int(kTransB)), "r"(scale_d)
                : "memory");
 }
 
