@@ -3,12 +3,14 @@
 // per (batch, value head), walking the chunks in reverse with dS in registers, so that dh and
 // dv_new never go to HBM, and a group-sum kernel after it for dq and dk.
 //
-// STATUS (H200, 2026-12-02 02:18 UTC, its first run): correct (gdn-bench --check at seven
-// shapes with varlen, gdn-gpu-tests, tile-mma-tests' register-A cases, memcheck / synccheck /
-// initcheck / racecheck clean), not yet faster: 1.06 ms at 35B against bwd_scan + bwd_intra_ws's
-// 1.12, plus 164 us of group sum; at 397B its 64 CTAs leave half the GPU idle. So the backward
-// dispatches to it on sm_90 only when QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default;
-// docs/gdn-bench-log.md has the figures).
+// STATUS: correct (H200, 2026-12-02 02:18 UTC, its first run: gdn-bench --check at seven shapes
+// with varlen, gdn-gpu-tests, tile-mma-tests' register-A cases, memcheck / synccheck / initcheck /
+// racecheck clean; H100, 2026-12-05, with the streamed group sum: --check at group sizes 2, 3, 4
+// and 32, varlen), not yet faster: on the H100 the kernel takes 1.11 ms at 35B and the group sum
+// 177 us (2.9 TB/s), a backward of 1.53 ms against 1.42 for save_scan + bwd_scan + bwd_intra_ws;
+// at 397B its 64 CTAs leave half the GPU idle. So the backward dispatches to it on sm_90 only when
+// QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default; docs/gdn-bench-log.md has the figures
+// and the profile).
 //
 // ALGEBRA. Per chunk (64 tokens) of value head h, walking down from the last chunk, with S0 the
 // state entering the chunk (save_scan's h, bf16), nu its v_new (bf16), dS the gradient of the
@@ -845,47 +847,81 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
 
 // dq, dk of key head hk at token t: the sum over the group's value heads (in head order, fp32)
 // of the fused kernel's per-head rows, through the l2 normalisation's backward, dx = rstd (dxn -
-// xn (xn . dxn)), rounded to bf16 once. One warp per (b, key head, slot row), four columns a lane;
-// rows past their chunk's length (and unused varlen slots) are skipped.
+// xn (xn . dxn)), rounded to bf16 once. Sixteen threads per (b, key head, slot row), eight columns
+// (16 bytes) a thread, every load of the row (both parts of each head, xn, rstd) issued before the
+// first sum: a pure stream, so that it runs at HBM speed. kGroup is the group size, or 0 for one
+// read from geo at run time (a loop). Rows past their chunk's length (and unused varlen slots) are
+// skipped.
+constexpr int kSumLanes = kD / 8; // threads per row
+
+template <int kGroup>
 __global__ void __launch_bounds__(256)
     group_sum_kernel(Geo geo, Workspace ws, const bf16* dq_part, const bf16* dk_part,
                      Ref<bf16> dq_out, Ref<bf16> dk_out) {
-  const int lane = threadIdx.x % 32;
-  const size_t row = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int part = threadIdx.x % kSumLanes;
+  const size_t row = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) / kSumLanes;
   if (row >= size_t(geo.B) * geo.Hk * geo.NT * kC)
     return;
   const int r = int(row % kC), n = int(row / kC % geo.NT), bk = int(row / kC / geo.NT);
   const int b = bk / geo.Hk, hk = bk % geo.Hk;
   const Chunk c = chunk_at(geo, ws, b, n);
-  if (r >= c.len)
+  if (r >= c.len) // the half warp of a row leaves together: the shuffles below span one row
     return;
   const size_t krow0 = (size_t(bk) * geo.NT + n) * kC + r;
-  auto one = [&](const bf16* part, const bf16* xn, const float* rstd, Ref<bf16> out) {
-    float s[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int g = 0; g < geo.group; ++g) {
-      const int bh = b * geo.Hv + hk * geo.group + g;
-      const uint2 x =
-          *reinterpret_cast<const uint2*>(part + (vrow(geo, bh, n) + r) * kD + 4 * lane);
-      const float2 x01 = bf16x2_to_float2(x.x), x23 = bf16x2_to_float2(x.y);
-      s[0] += x01.x;
-      s[1] += x01.y;
-      s[2] += x23.x;
-      s[3] += x23.y;
+  const size_t head0 = vrow(geo, b * geo.Hv + hk * geo.group, n) + r; // the group's first head
+  const size_t head_step = size_t(geo.NT) * kC * kD;                  // one value head's rows
+  const size_t at = head0 * kD + 8 * part;
+  auto add8 = [](const uint4 x, float(&s)[8]) {
+    const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = bf16x2_to_float2(w[e]);
+      s[2 * e] += f.x;
+      s[2 * e + 1] += f.y;
     }
-    const uint2 xr = *reinterpret_cast<const uint2*>(xn + krow0 * kD + 4 * lane);
-    const float2 y01 = bf16x2_to_float2(xr.x), y23 = bf16x2_to_float2(xr.y);
-    const float y[4] = {y01.x, y01.y, y23.x, y23.y};
-    float rs = 1.f, dot = 0.f;
-    if (geo.l2) {
-      rs = rstd[krow0];
-      dot = warp_sum(y[0] * s[0] + y[1] * s[1] + y[2] * s[2] + y[3] * s[3]);
-    }
-    __nv_bfloat162* o = reinterpret_cast<__nv_bfloat162*>(out.at(c.b, c.t0 + r, hk) + 4 * lane);
-    o[0] = __floats2bfloat162_rn(rs * (s[0] - y[0] * dot), rs * (s[1] - y[1] * dot));
-    o[1] = __floats2bfloat162_rn(rs * (s[2] - y[2] * dot), rs * (s[3] - y[3] * dot));
   };
-  one(dq_part, ws.qn, ws.rq, dq_out);
-  one(dk_part, ws.kn, ws.rk, dk_out);
+  float sq[8] = {}, sk[8] = {};
+  if constexpr (kGroup > 0) {
+    uint4 xq[kGroup], xk[kGroup];
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      xq[g] = __ldcs(reinterpret_cast<const uint4*>(dq_part + at + g * head_step));
+      xk[g] = __ldcs(reinterpret_cast<const uint4*>(dk_part + at + g * head_step));
+    }
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      add8(xq[g], sq);
+      add8(xk[g], sk);
+    }
+  } else {
+    for (int g = 0; g < geo.group; ++g) {
+      add8(__ldcs(reinterpret_cast<const uint4*>(dq_part + at + g * head_step)), sq);
+      add8(__ldcs(reinterpret_cast<const uint4*>(dk_part + at + g * head_step)), sk);
+    }
+  }
+  const uint32_t half = 0xffffu << (threadIdx.x % 32 & 16); // this row's 16 lanes
+  auto finish = [&](const float(&s)[8], const bf16* xn, const float* rstd, Ref<bf16> out) {
+    float y[8] = {}, rs = 1.f, dot = 0.f;
+    if (geo.l2) {
+      add8(*reinterpret_cast<const uint4*>(xn + krow0 * kD + 8 * part), y);
+      rs = rstd[krow0];
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        dot = fmaf(y[e], s[e], dot);
+#pragma unroll
+      for (int o = kSumLanes / 2; o > 0; o >>= 1)
+        dot += __shfl_xor_sync(half, dot, o);
+    }
+    __nv_bfloat162 w[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      w[e] = __floats2bfloat162_rn(rs * (s[2 * e] - y[2 * e] * dot),
+                                   rs * (s[2 * e + 1] - y[2 * e + 1] * dot));
+    *reinterpret_cast<uint4*>(out.at(c.b, c.t0 + r, hk) + 8 * part) =
+        *reinterpret_cast<const uint4*>(w);
+  };
+  finish(sq, ws.qn, ws.rq, dq_out);
+  finish(sk, ws.kn, ws.rk, dk_out);
 }
 
 } // namespace
@@ -905,9 +941,14 @@ std::string launch_fused_bwd_hopper(const Geo& geo, const FwdInputs& in, const W
       ref<bf16>(out.dbeta), ref<float>(out.dg));
   QR_CUDA_TRY(cudaGetLastError());
   const size_t rows = size_t(geo.B) * geo.Hk * geo.NT * kC;
-  constexpr int kWarpsPerBlock = 8;
-  group_sum_kernel<<<int((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0,
-                     st>>>(geo, ws, dq_part, dk_part, ref<bf16>(out.dq), ref<bf16>(out.dk));
+  constexpr int kBlock = 256;
+  const int blocks = int((rows * kSumLanes + kBlock - 1) / kBlock);
+  auto sum = geo.group == 1   ? group_sum_kernel<1>
+             : geo.group == 2 ? group_sum_kernel<2>
+             : geo.group == 4 ? group_sum_kernel<4>
+             : geo.group == 8 ? group_sum_kernel<8>
+                              : group_sum_kernel<0>;
+  sum<<<blocks, kBlock, 0, st>>>(geo, ws, dq_part, dk_part, ref<bf16>(out.dq), ref<bf16>(out.dk));
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
