@@ -11,7 +11,7 @@
 // at 397B its 64 CTAs leave half the GPU idle. So the backward dispatches to it on sm_90 only when
 // QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default; docs/gdn-bench-log.md has the figures
 // and the profile). The profile put the bound in G: 3,900 instructions per warp and chunk, issuing
-// at 0.14 per cycle on its own latencies (short scoreboard, fixed-latency waits), not waiting on
+// at about 0.12 per cycle on its own latencies (short scoreboard, fixed-latency waits), not waiting on
 // the other roles. Its three masked epilogues (dQK, dA, Psym) since branch once per 8-column
 // block on the diagonal (by_side) and read the column factors in pairs: the same arithmetic per
 // kept element, none above the diagonal. That change is written after the last GPU call of
