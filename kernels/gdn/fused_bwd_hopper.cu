@@ -10,13 +10,13 @@
 // 177 us (2.9 TB/s), a backward of 1.53 ms against 1.42 for save_scan + bwd_scan + bwd_intra_ws;
 // at 397B its 64 CTAs leave half the GPU idle. So the backward dispatches to it on sm_90 only when
 // QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default; docs/gdn-bench-log.md has the figures
-// and the profile). The profile put the bound in G: 3,900 instructions per warp and chunk, issuing
-// at about 0.12 per cycle on its own latencies (short scoreboard, fixed-latency waits), not waiting on
-// the other roles. Its three masked epilogues (dQK, dA, Psym) since branch once per 8-column
-// block on the diagonal (by_side) and read the column factors in pairs: the same arithmetic per
-// kept element, none above the diagonal. That change is written after the last GPU call of
-// 2026-12-05 and NOT yet run on a GPU: the next call checks it (bits equal to the commit before)
-// and times it against that commit.
+// and the profile). The profile put the bound in G: 3,900 instructions per warp and chunk,
+// issued at about 0.12 per cycle on its own latencies (short scoreboard, fixed-latency waits),
+// not waiting on the other roles. Its three masked epilogues (dQK, dA, Psym) since branch once per
+// 8-column block on the diagonal (by_side) and read the column factors in pairs: the same
+// arithmetic per kept element, none above the diagonal. That change is written after the last GPU
+// call of 2026-12-05 and NOT yet run on a GPU: the next call checks it (bits equal to the commit
+// before) and times it against that commit.
 //
 // ALGEBRA. Per chunk (64 tokens) of value head h, walking down from the last chunk, with S0 the
 // state entering the chunk (save_scan's h, bf16), nu its v_new (bf16), dS the gradient of the
