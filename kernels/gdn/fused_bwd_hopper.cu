@@ -8,15 +8,10 @@
 // racecheck clean; H100, 2026-12-05, with the streamed group sum: --check at group sizes 2, 3, 4
 // and 32, varlen), not yet faster: on the H100 the kernel takes 1.11 ms at 35B and the group sum
 // 177 us (2.9 TB/s), a backward of 1.53 ms against 1.42 for save_scan + bwd_scan + bwd_intra_ws;
-// at 397B its 64 CTAs leave half the GPU idle. So the backward dispatches to it on sm_90 only when
-// QR_GDN_HOPPER_SCANS names `fused_bwd` (off by default; docs/gdn-bench-log.md has the figures
-// and the profile). The profile put the bound in G: 3,900 instructions per warp and chunk,
-// issued at about 0.12 per cycle on its own latencies (short scoreboard, fixed-latency waits),
-// not waiting on the other roles. Its three masked epilogues (dQK, dA, Psym) since branch once per
-// 8-column block on the diagonal (by_side) and read the column factors in pairs: the same
-// arithmetic per kept element, none above the diagonal. That change is written after the last GPU
-// call of 2026-12-05 and NOT yet run on a GPU: the next call checks it (bits equal to the commit
-// before) and times it against that commit.
+// at 397B its 64 CTAs leave half the GPU idle. G's masked epilogues branched per 8-column
+// diagonal block were correct and slower (1.30 ms, 7% fewer instructions; 2026-12-05, reverted).
+// So the backward dispatches to it on sm_90 only when QR_GDN_HOPPER_SCANS names `fused_bwd` (off
+// by default; docs/gdn-bench-log.md has the figures and the profile).
 //
 // ALGEBRA. Per chunk (64 tokens) of value head h, walking down from the last chunk, with S0 the
 // state entering the chunk (save_scan's h, bf16), nu its v_new (bf16), dS the gradient of the
@@ -130,8 +125,6 @@
 // fill 132 SMs at 397B (64 heads); not written.
 #include "fused_hopper.cuh"
 
-#include <type_traits>
-
 namespace qr::gdn::fused {
 namespace {
 
@@ -151,8 +144,8 @@ static_assert(kStateRegs + kValueRegs + kGradRegs + kProducerRegs <= 65536 / kRo
 // Named barriers of one warpgroup's 128 threads (0 is __syncthreads').
 constexpr int kBarValue = 1, kBarGrad = 2;
 
-// G's per-row factors of the chunk: G log2(e), exp(G), exp(Gl - G), beta (read as column pairs).
-struct alignas(16) Scalars {
+// G's per-row factors of the chunk: G log2(e), exp(G), exp(Gl - G), beta.
+struct Scalars {
   float G2[kC], gam[kC], el[kC], beta[kC];
 };
 
@@ -240,36 +233,6 @@ __device__ __forceinline__ void set_col_sums(const Frag& x, float* slot) {
       slot[8 * j + 2 * lane + 1] = s1;
     }
   }
-}
-
-// Where columns 8 j .. 8 j + 7 of a 64 x 64 fragment lie against the diagonal for this warp's 16
-// rows: wholly below it, across it, or wholly above it. Warp-uniform, so the masked epilogues
-// branch once per block instead of testing every element, and skip the work above the diagonal.
-enum class Side { below, across, above };
-__device__ __forceinline__ Side side_of(int j) {
-  const int w = threadIdx.x / 32 % 4;
-  return j < 2 * w ? Side::below : j > 2 * w + 1 ? Side::above : Side::across;
-}
-
-// For each column block j of a fragment: f(j, masked) where it is not wholly above the diagonal
-// (masked: a std::bool_constant, whether it crosses the diagonal), else above(j).
-template <class F, class Above>
-__device__ __forceinline__ void by_side(F&& f, Above&& above) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const Side s = side_of(j);
-    if (s == Side::below)
-      f(j, std::false_type{});
-    else if (s == Side::across)
-      f(j, std::true_type{});
-    else
-      above(j);
-  }
-}
-
-// Columns c, c + 1 (c even) of a chunk's per-token factors.
-__device__ __forceinline__ float2 pair_at(const float* f, int c) {
-  return *reinterpret_cast<const float2*>(f + c);
 }
 
 // The thread's rows of x times f[hi].
@@ -661,34 +624,20 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
     {
       float rs[2] = {0.f, 0.f};
       const int r0 = frag_row(0), c0 = 2 * (lane % 4);
-      const float g2r[2] = {sc.G2[r0], sc.G2[r0 + 8]};
-      by_side(
-          [&](int j, auto masked) {
-            const float2 g2c = pair_at(sc.G2, c0 + 8 * j);
 #pragma unroll
-            for (int hi = 0; hi < 2; ++hi) {
-              const int r = r0 + 8 * hi, c = c0 + 8 * j;
-              float& x0 = a1.c[0][j][2 * hi];
-              float& x1 = a1.c[0][j][2 * hi + 1];
-              float d0 = geo.scale * x0 * exp2_ftz(g2r[hi] - g2c.x);
-              float d1 = geo.scale * x1 * exp2_ftz(g2r[hi] - g2c.y);
-              if constexpr (decltype(masked)::value) {
-                d0 = r >= c ? d0 : 0.f;
-                d1 = r >= c + 1 ? d1 : 0.f;
-              }
-              hopper::store_pair(p_t, r, c, d0, d1);
-              x0 = -d0 * qk.c[0][j][2 * hi];
-              x1 = -d1 * qk.c[0][j][2 * hi + 1];
-              rs[hi] -= x0 + x1;
-            }
-          },
-          [&](int j) {
+      for (int j = 0; j < 8; ++j)
 #pragma unroll
-            for (int hi = 0; hi < 2; ++hi) {
-              hopper::store_pair(p_t, r0 + 8 * hi, c0 + 8 * j, 0.f, 0.f);
-              a1.c[0][j][2 * hi] = a1.c[0][j][2 * hi + 1] = 0.f;
-            }
-          });
+        for (int hi = 0; hi < 2; ++hi) {
+          const int r = r0 + 8 * hi, c = c0 + 8 * j;
+          float& x0 = a1.c[0][j][2 * hi];
+          float& x1 = a1.c[0][j][2 * hi + 1];
+          const float d0 = r >= c ? geo.scale * x0 * exp2_ftz(sc.G2[r] - sc.G2[c]) : 0.f;
+          const float d1 = r >= c + 1 ? geo.scale * x1 * exp2_ftz(sc.G2[r] - sc.G2[c + 1]) : 0.f;
+          hopper::store_pair(p_t, r, c, d0, d1);
+          x0 = -d0 * qk.c[0][j][2 * hi];
+          x1 = -d1 * qk.c[0][j][2 * hi + 1];
+          rs[hi] -= x0 + x1;
+        }
       set_col_sums(a1, su.dg_col[warp]);
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
@@ -751,23 +700,13 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
           su.db_col[warp][8 * j + c0 + 1] = s1;
         }
       }
-      by_side(
-          [&](int j, auto masked) {
-            const float2 bc = pair_at(sc.beta, c0 + 8 * j), gc = pair_at(sc.gam, c0 + 8 * j);
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int r = r0 + 8 * (e / 2), c = c0 + 8 * j + e % 2;
-              float& x = a1.c[0][j][e];
-              x = (e % 2 ? bc.y : bc.x) * (x + (e % 2 ? gc.y : gc.x) * a2.c[0][j][e]);
-              if constexpr (decltype(masked)::value)
-                x = r >= c ? x : 0.f;
-            }
-          },
-          [&](int j) {
+      for (int j = 0; j < 8; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              a1.c[0][j][e] = 0.f;
-          });
+        for (int e = 0; e < 4; ++e) {
+          const int r = r0 + 8 * (e / 2), c = c0 + 8 * j + e % 2;
+          a1.c[0][j][e] = r >= c ? sc.beta[c] * (a1.c[0][j][e] + sc.gam[c] * a2.c[0][j][e]) : 0.f;
+        }
       to_reg_a(a1, da);
     }
     a2.zero(); // t2 = dA A^T
@@ -790,31 +729,21 @@ __global__ void __launch_bounds__(kFusedThreads, 1)
     { // dP = strictLower(dL) .* beta_i D -> Psym (both triangles); dbeta rows, dG rows / columns
       float rs[2] = {0.f, 0.f};
       const int r0 = frag_row(0), c0 = 2 * (lane % 4);
-      const float g2r[2] = {sc.G2[r0], sc.G2[r0 + 8]}, br[2] = {sc.beta[r0], sc.beta[r0 + 8]};
-      by_side(
-          [&](int j, auto masked) {
-            const float2 g2c = pair_at(sc.G2, c0 + 8 * j);
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int r = r0 + 8 * (e / 2), c = c0 + 8 * j + e % 2;
-              float d = -a2.c[0][j][e] * exp2_ftz(g2r[e / 2] - (e % 2 ? g2c.y : g2c.x));
-              if constexpr (decltype(masked)::value)
-                d = r > c ? d : 0.f;
-              const bf16 dp = __float2bfloat16(d * br[e / 2]);
-              if (!decltype(masked)::value || r >= c) {
-                p_t(r, c) = dp;
-                p_t(c, r) = dp;
-              }
-              const float x = d * a1.c[0][j][e];
-              rs[e / 2] += x;
-              a2.c[0][j][e] = -x * br[e / 2];
-            }
-          },
-          [&](int j) {
+      for (int j = 0; j < 8; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              a2.c[0][j][e] = 0.f;
-          });
+        for (int e = 0; e < 4; ++e) {
+          const int r = r0 + 8 * (e / 2), c = c0 + 8 * j + e % 2;
+          const float d = r > c ? -a2.c[0][j][e] * exp2_ftz(sc.G2[r] - sc.G2[c]) : 0.f;
+          const bf16 dp = __float2bfloat16(d * sc.beta[r]);
+          if (r >= c) {
+            p_t(r, c) = dp;
+            p_t(c, r) = dp;
+          }
+          const float x = d * a1.c[0][j][e];
+          rs[e / 2] += x;
+          a2.c[0][j][e] = -x * sc.beta[r];
+        }
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
         const float t = quad_sum(rs[hi]);
