@@ -173,9 +173,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       bar_sync(bar_id(sl, kDsbFree), kPair); // the side warpgroup has copied the last dSb
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::each_pair64(dS[m], [&](int, int r, int c, float& x0, float& x1) {
-          hopper::store_pair(dsb, 64 * m + r, c, x0, x1);
-        });
+        hopper::store_frag(dsb, 64 * m, dS[m],
+                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       fence_async();
       bar_arrive(bar_id(sl, kDsb), kPair);
       bar_sync(bar_group(sl), kGroup);
@@ -200,9 +199,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         X.c[0][j][2] = el[1] * X.c[0][j][2] + tj.z;
         X.c[0][j][3] = el[1] * X.c[0][j][3] + tj.w;
       }
-      hopper::each_pair64(X, [&](int, int r, int c, float& x0, float& x1) {
-        hopper::store_pair(dnu, r, c, x0, x1);
-      });
+      hopper::store_frag(dnu, 0, X,
+                         [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       fence_async();
       bar_arrive(bar_id(sl, kDnu), kPair);
       bar_sync(bar_group(sl), kGroup);
@@ -210,8 +208,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       X.zero();
       hopper::mma64<Lay::KM, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, dnu);
       hopper::mma_wait(X, dS[0], dS[1]);
-      hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
-        hopper::store_pair(y, r, c, bg[hi] * x0, bg[hi] * x1);
+      hopper::store_frag(y, 0, X, [&](int hi, int, int, float x0, float x1) {
+        return make_float2(bg[hi] * x0, bg[hi] * x1);
       });
       fence_async();
       bar_sync(bar_group(sl), kGroup);

@@ -136,9 +136,9 @@ __device__ __forceinline__ void store_ms(Frag& M, Tile<kC, kC> ms, const float* 
 #pragma unroll
   for (int hi = 0; hi < 2; ++hi)
     gi[hi] = G[hopper::frag_row(hi)];
-  hopper::each_pair64(M, [&](int hi, int r, int c, float& x0, float& x1) {
+  hopper::store_frag(ms, 0, M, [&](int hi, int r, int c, float x0, float x1) {
     const float2 gj = *reinterpret_cast<const float2*>(G + c);
-    hopper::store_pair(ms, r, c, r >= c ? scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
+    return make_float2(r >= c ? scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
                        r >= c + 1 ? scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
   });
 }

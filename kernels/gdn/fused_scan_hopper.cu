@@ -16,7 +16,8 @@
 //                            S = exp(Gl) S + K^T Es_s                             2 x 4 k-steps
 //   output warpgroup       fwd_scan: Ms = scale lowerIncl(Q K^T .* D) (state-free, so it runs
 //   (4 warps)              while the state warpgroups form Sb), then per slice o = scale
-//                          diag(exp(G)) Q Sb_s + Ms Vn_s, to global.
+//                          diag(exp(G)) Q Sb_s + Ms Vn_s; each warp stages its 16 rows of o in
+//                          ot and stores them to global in 16-byte pieces.
 //   store warpgroup        save_scan, in the output's place: Sb_s (h_n) and Vn_s (v_new) to the
 //                          workspace in coalesced 16-byte pieces; no q tile, no Ms.
 //   seg_fwd                the state warpgroups alone, two CTAs per segment (NS = 2): one walks
@@ -28,12 +29,14 @@
 // pairs, each generation of one held back by its partner (so neither side can lap the other):
 // SB_s / VN_s (state arrives once Sb_s / Vn_s are written, output syncs before reading them) and
 // SB_FREE_s / VN_FREE_s (output arrives once it has read them, state syncs before overwriting;
-// pre-arrived once). Stages are mbarrier rings. Products read shared memory through the async
-// proxy, so every writer fences (fence_async) before the barrier that publishes its tiles.
+// pre-arrived once). Every accumulator reaches shared memory by stmatrix (store_frag, four 8 x 8
+// matrices an instruction: the epilogues' stores, not the products, set a chunk's time with
+// st.shared of bf16 pairs). Stages are mbarrier rings. Products read shared memory through the
+// async proxy, so every writer fences (fence_async) before the barrier that publishes its tiles.
 //
 // Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (128
-// columns, two stages: 205 KB of shared memory) where the (batch, value head) pairs fill the GPU,
-// else NS = 1 (three stages, 198 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
+// columns, two stages: 221 KB of shared memory) where the (batch, value head) pairs fill the GPU,
+// else NS = 1 (three stages, 206 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
 // producer 56 registers and the consumers the rest (152 / 224). Varlen restarts, split segments,
 // the final states and save_scan's stamp check as there. Built for sm_90a only; the launchers
 // pick it on sm_90 devices.
@@ -55,9 +58,10 @@ struct alignas(1024) HopperFwdSmem {
   bf16 vn[kC * 64 * NS]; // v_new
   bf16 es[kC * 64 * NS]; // El .* v_new
   bf16 ms[kC * kC];      // Ms
+  bf16 ot[kC * 64 * NS]; // fwd: o, each output warp's 16 rows staged for coalesced stores
   int edge;              // seg: the walk's restart slot
 };
-// 205 KB at NS = 2, 198 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
+// 221 KB at NS = 2, 206 KB at NS = 1 (with the 1 KB that aligns the base): 227 KB fit a CTA.
 static_assert(sizeof(HopperFwdSmem<2>) + 1024 <= 227 * 1024 &&
               sizeof(HopperFwdSmem<1>) + 1024 <= 227 * 1024);
 
@@ -166,9 +170,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         bar_sync(bar_id(sl, kSbFree), kPair); // the output warpgroup is done with the last Sb
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
-          hopper::store_pair(sb, 64 * m + r, c, x0, x1);
-        });
+        hopper::store_frag(sb, 64 * m, S[m],
+                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       fence_async();
       if constexpr (!kSeg)
         bar_arrive(bar_id(sl, kSb), kPair);
@@ -178,11 +181,11 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       X.zero();
       hopper::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), sb);
       hopper::mma_wait(X);
-      const Tile<kC, 64> v = Tile<kC, BV>{s.x}.block(sl);
-      hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
-        const float2 vv = hopper::load_pair(v, r, c);
-        hopper::store_pair(xs, r, c, be[hi] * (vv.x - gm[hi] * x0), be[hi] * (vv.y - gm[hi] * x1));
-      });
+      hopper::store_frag(xs, 0, X, Tile<kC, BV>{s.x}.block(sl),
+                         [&](int hi, int, int, float x0, float x1, float2 v) {
+                           return make_float2(be[hi] * (v.x - gm[hi] * x0),
+                                              be[hi] * (v.y - gm[hi] * x1));
+                         });
       fence_async();
       bar_sync(bar_group(sl), kGroup);
 
@@ -191,10 +194,11 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       hopper::mma_wait(X);
       if constexpr (!kSeg)
         bar_sync(bar_id(sl, kVnFree), kPair); // the output warpgroup is done with the last Vn
-      hopper::each_pair64(X, [&](int hi, int r, int c, float& x0, float& x1) {
-        if constexpr (!kSeg)
-          hopper::store_pair(vn, r, c, x0, x1);
-        hopper::store_pair(es, r, c, el[hi] * x0, el[hi] * x1);
+      if constexpr (!kSeg)
+        hopper::store_frag(vn, 0, X,
+                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+      hopper::store_frag(es, 0, X, [&](int hi, int, int, float x0, float x1) {
+        return make_float2(el[hi] * x0, el[hi] * x1);
       });
       fence_async();
       if constexpr (!kSeg)
@@ -298,15 +302,27 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       }
       wait_all(P);
       sm.ring.release(i);
+      // o through the warp's own 16 rows of ot (stmatrix), then to global in 16-byte pieces, a
+      // row's 128 NS bytes from consecutive lanes
+      const Tile<kC, BV> ot{sm.ot};
+      __syncwarp(); // the warp's reads of the last chunk's rows are done
 #pragma unroll
       for (int sl = 0; sl < NS; ++sl) {
         if (more)
           bar_arrive(bar_id(sl, kVnFree), kPair);
-        bf16* dst = o.at(cur.b, cur.t0, h) + v0 + 64 * sl;
-        hopper::each_pair64(P[sl], [&](int, int r, int c, float& x0, float& x1) {
-          if (r < cur.len)
-            *reinterpret_cast<__nv_bfloat162*>(dst + r * o.st + c) = __floats2bfloat162_rn(x0, x1);
-        });
+        hopper::store_frag(ot.block(sl), 0, P[sl],
+                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+      }
+      __syncwarp();
+      constexpr int kPieces = 8 * NS; // 16-byte pieces per row
+      const int lane = threadIdx.x % 32, row0 = 16 * (warp % 4);
+      bf16* dst = o.at(cur.b, cur.t0, h) + v0;
+#pragma unroll
+      for (int k = 0; k < 16 * kPieces / 32; ++k) {
+        const int p = lane + 32 * k, r = row0 + p / kPieces, c = p % kPieces * 8;
+        if (r < cur.len)
+          *reinterpret_cast<uint4*>(dst + r * o.st + c) =
+              *reinterpret_cast<const uint4*>(&ot(r, c));
       }
     }
   }

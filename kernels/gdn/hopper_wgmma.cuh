@@ -8,7 +8,8 @@
 // tiles start 1024-byte aligned. The one layout serves both operand majors: read with K along
 // the columns it is "K-major", read with M or N along the columns "MN-major" (transposed), so no
 // product needs a transposed copy. Fragment stores of bf16 pairs (8 rows x 4 lanes of a warp)
-// land in 32 distinct banks.
+// land in 32 distinct banks, and so do stmatrix / ldmatrix (stmatrix_acc, ldmatrix_acc): a 16-byte
+// row piece stays whole under the swizzle, and the 8 rows of an 8 x 8 matrix take 8 chunks.
 //
 // Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address
 // >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1: 128B).
@@ -335,5 +336,93 @@ template <int R, int C>
 __device__ __forceinline__ float2 load_pair(Tile<R, C> t, int r, int c) {
   return bf16x2_to_float2(*reinterpret_cast<const uint32_t*>(&t(r, c)));
 }
+
+#if QR_GDN_WGMMA
+__device__ __forceinline__ void stmatrix_x4(const uint32_t (&r)[4], bf16* p) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(smem_addr(p)),
+      "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+      : "memory");
+}
+
+// A warp's 16 x N accumulator (rows r0 .. r0 + 15, columns c0 .. c0 + N - 1 of tile t) into t as
+// bf16, by stmatrix: each x4 takes the n8 blocks j, j + 1 (register 2 q + hi: block j + q, row
+// half hi; lane l gives the address of row l % 8 of matrix l / 8), a quarter of the instructions
+// of storing bf16 pairs. f(hi, j, x0, x1) -> float2 maps each pair first (hi: the thread's row
+// r0 + lane / 4 + 8 hi; j: its n8 block, columns c0 + 8 j + 2 (lane % 4) and one on); with kSrc
+// f also gets the bf16 pair of src at the same place, read by ldmatrix.
+template <bool kSrc, int N, int R, int C, int RS, int CS, class F>
+__device__ __forceinline__ void stmatrix_acc(Tile<R, C> t, int r0, int c0, const Acc<16, N>& x,
+                                             Tile<RS, CS> src, F&& f) {
+  static_assert(N % 16 == 0);
+  const int lane = threadIdx.x % 32, mat = lane / 8;
+  const int row = r0 + 8 * (mat & 1) + lane % 8;
+#pragma unroll
+  for (int j = 0; j < N / 8; j += 2) {
+    const int col = c0 + 8 * (j + (mat >> 1));
+    uint32_t p[4];
+    if constexpr (kSrc)
+      ldmatrix_x4(p, &src(row, col));
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const float x0 = x.c[0][j + q][2 * hi], x1 = x.c[0][j + q][2 * hi + 1];
+        float2 v;
+        if constexpr (kSrc)
+          v = f(hi, j + q, x0, x1, bf16x2_to_float2(p[2 * q + hi]));
+        else
+          v = f(hi, j + q, x0, x1);
+        p[2 * q + hi] = pack_bf16x2(v.x, v.y);
+      }
+    stmatrix_x4(p, &t(row, col));
+  }
+}
+// The same as a plain copy of the warp's tile.
+template <int N, int R, int C>
+__device__ __forceinline__ void stmatrix_acc(Tile<R, C> t, int r0, int c0, const Acc<16, N>& x) {
+  stmatrix_acc<false>(t, r0, c0, x, t,
+                      [](int, int, float x0, float x1) { return make_float2(x0, x1); });
+}
+// A warp's 16 x N pairs of tile t (rows r0 .. r0 + 15, columns c0 ..) in accumulator order, by
+// ldmatrix: p[j][hi] at row r0 + lane / 4 + 8 hi, columns c0 + 8 j + 2 (lane % 4) and one on.
+template <int N, int R, int C>
+__device__ __forceinline__ void ldmatrix_acc(Tile<R, C> t, int r0, int c0,
+                                             uint32_t (&p)[N / 8][2]) {
+  const int lane = threadIdx.x % 32, mat = lane / 8;
+  const int row = r0 + 8 * (mat & 1) + lane % 8;
+#pragma unroll
+  for (int j = 0; j < N / 8; j += 2) {
+    uint32_t r[4];
+    ldmatrix_x4(r, &t(row, c0 + 8 * (j + (mat >> 1))));
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi)
+        p[j + q][hi] = r[2 * q + hi];
+  }
+}
+
+// A warpgroup's 64 x 64 accumulator into rows row0 .. row0 + 63 of tile t (its first 64 columns)
+// by stmatrix_acc, f(hi, r, c, x0, x1) -> float2 mapping each pair first, r and c as in
+// each_pair64; with `src`, f also gets src's bf16 pair at (r, c).
+template <int R, int C, class F>
+__device__ __forceinline__ void store_frag(Tile<R, C> t, int row0, const Frag& x, F&& f) {
+  const int r0 = 16 * (threadIdx.x / 32 % 4), lr = r0 + threadIdx.x % 32 / 4,
+            lc = 2 * (threadIdx.x % 4);
+  stmatrix_acc<false>(t, row0 + r0, 0, x, t, [&](int hi, int j, float x0, float x1) {
+    return f(hi, lr + 8 * hi, 8 * j + lc, x0, x1);
+  });
+}
+template <int R, int C, int RS, int CS, class F>
+__device__ __forceinline__ void store_frag(Tile<R, C> t, int row0, const Frag& x, Tile<RS, CS> src,
+                                           F&& f) {
+  const int r0 = 16 * (threadIdx.x / 32 % 4), lr = r0 + threadIdx.x % 32 / 4,
+            lc = 2 * (threadIdx.x % 4);
+  stmatrix_acc<true>(t, row0 + r0, 0, x, src, [&](int hi, int j, float x0, float x1, float2 v) {
+    return f(hi, lr + 8 * hi, 8 * j + lc, x0, x1, v);
+  });
+}
+#endif
 
 } // namespace qr::gdn::hopper
