@@ -8,7 +8,7 @@
 // tiles start 1024-byte aligned. The one layout serves both operand majors: read with K along
 // the columns it is "K-major", read with M or N along the columns "MN-major" (transposed), so no
 // product needs a transposed copy. Fragment stores of bf16 pairs (8 rows x 4 lanes of a warp)
-// land in 32 distinct banks, and so do stmatrix / ldmatrix (stmatrix_acc, ldmatrix_acc): a 16-byte
+// land in 32 distinct banks, and so do stmatrix / ldmatrix (stmatrix_acc): a 16-byte
 // row piece stays whole under the swizzle, and the 8 rows of an 8 x 8 matrix take 8 chunks.
 //
 // Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address
@@ -378,31 +378,6 @@ __device__ __forceinline__ void stmatrix_acc(Tile<R, C> t, int r0, int c0, const
     stmatrix_x4(p, &t(row, col));
   }
 }
-// The same as a plain copy of the warp's tile.
-template <int N, int R, int C>
-__device__ __forceinline__ void stmatrix_acc(Tile<R, C> t, int r0, int c0, const Acc<16, N>& x) {
-  stmatrix_acc<false>(t, r0, c0, x, t,
-                      [](int, int, float x0, float x1) { return make_float2(x0, x1); });
-}
-// A warp's 16 x N pairs of tile t (rows r0 .. r0 + 15, columns c0 ..) in accumulator order, by
-// ldmatrix: p[j][hi] at row r0 + lane / 4 + 8 hi, columns c0 + 8 j + 2 (lane % 4) and one on.
-template <int N, int R, int C>
-__device__ __forceinline__ void ldmatrix_acc(Tile<R, C> t, int r0, int c0,
-                                             uint32_t (&p)[N / 8][2]) {
-  const int lane = threadIdx.x % 32, mat = lane / 8;
-  const int row = r0 + 8 * (mat & 1) + lane % 8;
-#pragma unroll
-  for (int j = 0; j < N / 8; j += 2) {
-    uint32_t r[4];
-    ldmatrix_x4(r, &t(row, c0 + 8 * (j + (mat >> 1))));
-#pragma unroll
-    for (int q = 0; q < 2; ++q)
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi)
-        p[j + q][hi] = r[2 * q + hi];
-  }
-}
-
 // A warpgroup's 64 x 64 accumulator into rows row0 .. row0 + 63 of tile t (its first 64 columns)
 // by stmatrix_acc, f(hi, r, c, x0, x1) -> float2 mapping each pair first, r and c as in
 // each_pair64; with `src`, f also gets src's bf16 pair at (r, c).
