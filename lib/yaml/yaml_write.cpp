@@ -471,7 +471,8 @@ void flow(const Value& v, std::string& out, std::string_view sep) {
     const bool flow_indicator = s.find_first_of(",[]{}") != std::string::npos;
     if (!a.empty && a.allow_block_plain && !flow_indicator && !plain_text_is_ambiguous(s)) {
       out += s;
-    } else if (a.allow_single_quoted) {
+    } else if (a.allow_single_quoted && !a.multiline) {
+      // (a line break inside single quotes folds: a one-line text keeps it only double-quoted)
       out += '\'';
       for (char c : s) {
         if (c == '\'')

@@ -143,6 +143,9 @@ TEST_CASE("flow text for messages and override values") {
   CHECK(to_flow_yaml(List{Value("a"), Value(1), Value(true)}) == "[a, 1, true]");
   CHECK(to_flow_yaml(Value("a,b")) == "'a,b'");
   CHECK(to_flow_yaml(Value("1")) == "'1'");
+  // line breaks are escaped: a quoted scalar folds the ones it holds (found by fuzz: pipeline)
+  CHECK(to_flow_yaml(Value("a\n\nb")) == "\"a\\n\\nb\"");
+  CHECK(to_flow_yaml(Value("a\nb,c")) == "\"a\\nb,c\"");
 }
 
 TEST_CASE("the hand-written resolvers agree with PyYAML's and OmegaConf's patterns") {
