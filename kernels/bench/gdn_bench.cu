@@ -53,6 +53,7 @@ struct Config {
   bool check_only = false, l2norm = true, states = false;
   int varlen = 0; // > 0: pack each shape's tokens into this many equal sequences (cu_seqlens)
   double tol = 2e-2;
+  float gate_scale = 1.f; // g = gate_scale logsigmoid(N(0, 1))
   uint64_t seed = 1;
   std::string json, plot;
   std::string baseline = "fla";
@@ -90,6 +91,8 @@ and eager runs with the L2 flushed before each), measures their memory, and reco
                            length (cu_seqlens; per-sequence states), for every backend: the peers
                            get the same offsets and states (chunked refuses packed sequences)
   --no-l2norm              no q/k l2 normalisation inside the kernel (q, k drawn N(0, 1/D))
+  --gate-scale X           gates g = X logsigmoid(N(0, 1)), about -0.8 X a token (default 1; 0
+                           means no decay): smaller X is slower decay
   --seed N                 input seed (default 1)
   --json FILE              also write the results as JSON
   --plot FILE.png|FILE.svg bars per backend and shape for fwd and fwdbwd (matplotlib, through the
@@ -239,6 +242,14 @@ std::string parse(const std::vector<std::string>& args, const RecipeShapeResolve
       char* end = nullptr;
       if (!value(v) || (cfg.tol = std::strtod(v.c_str(), &end), *end != '\0') || !(cfg.tol > 0))
         return "--tol needs a positive number";
+    } else if (a == "--gate-scale") {
+      char* end = nullptr;
+      float x = 0.f;
+      if (!value(v))
+        return "--gate-scale needs a number in [0, 64]";
+      if (x = std::strtof(v.c_str(), &end), v.empty() || *end != '\0' || !(x >= 0.f && x <= 64.f))
+        return "--gate-scale: '" + v + "' is not a number in [0, 64]";
+      cfg.gate_scale = x;
     } else if (a == "--json" || a == "--plot" || a == "--python" || a == "--peers-driver") {
       if (!value(v) || v.empty())
         return a + " needs a file name";
@@ -450,6 +461,7 @@ int bench_main(const std::vector<std::string>& args, const RecipeShapeResolver& 
     InputSpec spec;
     spec.initial_state = spec.d_final_state = cfg.states;
     spec.seed = cfg.seed;
+    spec.g_scale = cfg.gate_scale;
     spec.qk_scale = cfg.l2norm ? 1.f : 1.f / std::sqrt(float(ns.shape.head_dim_k));
     for (int i = 0; i < ns.shape.sequences; ++i) // near-equal lengths, the longer ones first
       spec.seq_lens.push_back(ns.shape.seq_len / ns.shape.sequences +
