@@ -54,8 +54,9 @@
 // end state E from zero and transition T, the recurrence being affine in the state) and combine
 // (S_in(z + 1) = T_z S_in(z) + E_z, fp32) before its scan, whose segment CTAs start from S_in
 // unless their first slot starts a sequence; the backward mirrors it (seg_bwd, the reverse
-// combine, then bwd_scan from the gradient leaving each segment). Exact: every chunk is in its
-// segment's T and E; the bits differ from the unsplit walk only by rounding.
+// combine, then bwd_scan from the gradient leaving each segment). A segment's pass walks only the
+// chunks whose gates leave more than e^-16 of what enters them (gate_horizon): the rest lies below
+// the fp32 state's rounding, so the result differs from the unsplit walk only by rounding.
 //
 // Input checks (Backend::input_error, via the workspace's status word): prep flags any g > 0 or
 // NaN (exp(G_i - G_j) <= 1 is what keeps the chunk products in range) and, in a varlen run, bad
@@ -300,6 +301,39 @@ __device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk&
                                                     const float* entering, int bh, int h,
                                                     int tile) {
   return c.first || !entering ? state_of(h0, geo, c, h, tile) : segment_state(entering, bh, tile);
+}
+
+// Truncating a split segment's pass (fused_split.cu). Per token the state maps by
+// exp(g) (I - beta k k^T), of 2-norm at most exp(g) when |k| <= 1 (l2norm_qk) and 0 <= beta <= 2,
+// and the backward's gradient by its transpose; so of what enters a run of chunks at most
+// exp(their summed gates) leaves it. Once that is e^-16 (below 2^-23, fp32's rounding of the
+// state), the pass starts there from zero with transition 0. Slow gates, a beta out of range or
+// no l2norm keep the whole walk: exact.
+constexpr float kHorizonLogDecay = -16.f;
+// By one warp (each lane gets the answer): walking slots from `from` by `step` (+1 or -1) up to
+// `to` (excluded), the first slot at which the summed chunk gates reach kHorizonLogDecay, every
+// beta on the way in [0, 2]; else `to`.
+__device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
+                                            const Ref<const bf16>& beta, int b, int bh, int from,
+                                            int to, int step) {
+  if (!geo.l2)
+    return to;
+  const int lane = threadIdx.x % 32, h = bh % geo.Hv;
+  float gates = 0.f;
+  for (int n = from; n != to; n += step) {
+    const Chunk c = chunk_at(geo, ws, b, n);
+    bool in_range = true;
+    for (int i = lane; i < c.len; i += 32) {
+      const float x = __bfloat162float(*beta.at(c.b, c.t0 + i, h));
+      in_range = in_range && x >= 0.f && x <= 2.f; // false for NaN
+    }
+    if (!__all_sync(0xffffffffu, in_range))
+      return to;
+    gates += ws.G[vrow(geo, bh, n) * kC + kC - 1]; // a chunk's G ends with its summed gates
+    if (gates <= kHorizonLogDecay)
+      return n;
+  }
+  return to;
 }
 
 // A chunk's 64 G values (fp32) into shared memory by cp.async (the scans' stages).

@@ -71,7 +71,8 @@ enum HandOff { kTq, kDsb, kDsbFree, kDnu };
 
 // kSeg: fused_split.cu's seg_bwd, NS = 2, two CTAs per segment (blockIdx.x: the gradient dE
 // entering it from [do], its transposed transition T^bwd from [0]), walking down from the
-// segment's first sequence end; no dh_n or dv_new stores. Else bwd_scan.
+// segment's first sequence end or gate horizon (T^bwd then 0, its CTA idle); no dh_n or dv_new
+// stores. Else bwd_scan.
 template <int NS, bool kSeg>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
     bwd_scan_hopper_kernel(Geo geo, Workspace ws, Ref<const bf16> beta, Ref<const bf16> d_o,
@@ -86,18 +87,18 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   const int warp = threadIdx.x / 32, wg = warp / 4;
   int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, kSeg || entering != nullptr);
   const bool context_ok = stamp_ok(geo, ws);
-  bool restart = false; // seg: the walk starts at the segment's first sequence end
+  bool restart = false;   // seg: the walk starts at the segment's first sequence end
+  bool truncated = false; // seg: or earlier, from zero (gate_horizon)
   if constexpr (kSeg) {
-    // nobody needs this segment's dE and T^bwd (the first one, or the one before ends a
-    // sequence): zeros
-    if (!context_ok || slots.x == 0 || chunk_at(geo, ws, b, slots.x - 1).last ||
-        slots.x >= slots.y) {
-      const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
-      float* out = (seg_move ? ws.seg_move : ws.seg_end) + at;
+    auto zeros = [&] {
+      float* out =
+          (seg_move ? ws.seg_move : ws.seg_end) + (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
       for (int i = threadIdx.x; i < kD * kD; i += blockDim.x)
         out[i] = 0.f;
-      return;
-    }
+    };
+    // nobody needs this segment's dE and T^bwd (the first one, or the one before ends a sequence)
+    if (!context_ok || slots.x == 0 || chunk_at(geo, ws, b, slots.x - 1).last || slots.x >= slots.y)
+      return zeros();
     if (threadIdx.x == 0)
       sm.edge = slots.y;
     __syncthreads();
@@ -107,6 +108,17 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     __syncthreads();
     restart = sm.edge < slots.y;
     slots.y = restart ? sm.edge + 1 : slots.y; // the walk's top slot is slots.y - 1
+    __syncthreads();                           // every thread has read sm.edge
+    if (warp == 0) {
+      const int n = gate_horizon(geo, ws, beta, b, bh, slots.x, slots.y - 1, 1);
+      if (threadIdx.x == 0)
+        sm.edge = n;
+    }
+    __syncthreads();
+    truncated = sm.edge < slots.y - 1;
+    slots.y = min(slots.y, sm.edge + 1);
+    if (seg_move && (restart || truncated)) // T^bwd = 0: what enters is cut off
+      return zeros();
   }
   if (!context_ok || slots.x >= slots.y)
     return;
@@ -136,16 +148,17 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     const float4* t = sm.t + sl * 8 * 128 + tid;
     const int col0 = v0 + 64 * sl; // this slice's first column in the state tensors
     Frag dS[2];
-    if (seg_move) { // T^bwd from the identity, or from zero after a restart
+    if (seg_move) { // T^bwd from the identity
 #pragma unroll
       for (int m = 0; m < 2; ++m)
         hopper::each_pair64(dS[m], [&](int, int r, int c, float& x0, float& x1) {
-          x0 = !restart && 64 * m + r == col0 + c ? 1.f : 0.f;
-          x1 = !restart && 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
+          x0 = 64 * m + r == col0 + c ? 1.f : 0.f;
+          x1 = 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
         });
     } else if (kSeg) { // dE from zero, or from the sequence's final-state gradient after a restart
-      const float* at =
-          restart ? state_of(dht, geo, chunk_at(geo, ws, b, slots.y - 1), h, 0) : nullptr;
+      const float* at = restart && !truncated
+                            ? state_of(dht, geo, chunk_at(geo, ws, b, slots.y - 1), h, 0)
+                            : nullptr;
       hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
     } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.y - 1);

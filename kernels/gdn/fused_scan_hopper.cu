@@ -87,16 +87,18 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   const bool seg_move = kSeg && blockIdx.x == 1;
   const int warp = threadIdx.x / 32, wg = warp / 4;
   int2 slots = scan_slots(geo, blockIdx.z, gridDim.z, kSeg || entering != nullptr);
-  bool restart = false; // seg: the walk starts at the segment's last sequence start
+  bool restart = false;   // seg: the walk starts at the segment's last sequence start
+  bool truncated = false; // seg: or later, from zero (gate_horizon)
   if constexpr (kSeg) {
-    // nobody needs this segment's E and T (the last one, or the next starts a sequence): zeros
-    if (slots.y >= geo.NT || chunk_at(geo, ws, b, slots.y).first || slots.x >= slots.y) {
-      const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
-      float* out = (seg_move ? ws.seg_move : ws.seg_end) + at;
+    auto zeros = [&] {
+      float* out =
+          (seg_move ? ws.seg_move : ws.seg_end) + (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
       for (int i = threadIdx.x; i < kD * kD; i += blockDim.x)
         out[i] = 0.f;
-      return;
-    }
+    };
+    // nobody needs this segment's E and T (the last one, or the next starts a sequence)
+    if (slots.y >= geo.NT || chunk_at(geo, ws, b, slots.y).first || slots.x >= slots.y)
+      return zeros();
     if (threadIdx.x == 0)
       sm.edge = slots.x - 1;
     __syncthreads();
@@ -106,6 +108,17 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     __syncthreads();
     restart = sm.edge >= slots.x;
     slots.x = restart ? sm.edge : slots.x;
+    __syncthreads(); // every thread has read sm.edge
+    if (warp == 0) {
+      const int n = gate_horizon(geo, ws, in.beta, b, bh, slots.y - 1, slots.x, -1);
+      if (threadIdx.x == 0)
+        sm.edge = n;
+    }
+    __syncthreads();
+    truncated = sm.edge > slots.x;
+    slots.x = max(slots.x, sm.edge);
+    if (seg_move && (restart || truncated)) // T = 0: what enters is cut off
+      return zeros();
   }
   if ((kSave && !stamp_ok(geo, ws)) || slots.x >= slots.y)
     return;
@@ -134,15 +147,16 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
                        es = Tile<kC, BV>{sm.es}.block(sl);
     const int col0 = v0 + 64 * sl; // this slice's first column in the state tensors
     Frag S[2];
-    if (seg_move) { // T from the identity, or from zero after a restart
+    if (seg_move) { // T from the identity
 #pragma unroll
       for (int m = 0; m < 2; ++m)
         hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
-          x0 = !restart && 64 * m + r == col0 + c ? 1.f : 0.f;
-          x1 = !restart && 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
+          x0 = 64 * m + r == col0 + c ? 1.f : 0.f;
+          x1 = 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
         });
     } else if (kSeg) { // E from zero, or from the sequence's initial state after a restart
-      const float* at = restart ? state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, 0) : nullptr;
+      const float* at =
+          restart && !truncated ? state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, 0) : nullptr;
       hopper::load_slice(S, at ? at + col0 : nullptr, kD);
     } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.x);

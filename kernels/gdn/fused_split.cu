@@ -33,8 +33,14 @@
 // restart at every first slot as before and use seg_in only where their segment starts
 // mid-sequence. A segment whose successor begins with a sequence start, and the last segment,
 // feed nobody: they write zeros without walking. The backward mirrors this with sequence ends,
-// the final-state gradient and the predecessor. Nothing is truncated: every chunk enters its
-// segment's T and E.
+// the final-state gradient and the predecessor.
+//
+// Gates cut the chain too, up to fp32 rounding (gate_horizon, fused.cuh): with |k| <= 1 and
+// beta in [0, 2] each token's map has norm at most exp(g), so once a segment's last chunks (bwd:
+// first) sum their gates to -16 or less, what entered them is below 2^-23 of the state: the walk
+// starts there from zero and T = 0. The Hopper kernels then skip the T CTA's walk, as after a
+// restart. Slow gates keep the whole walk, exact. At the bench's gates (about -0.8 a token) the
+// walk is one chunk.
 #include "fused.cuh"
 
 namespace qr::gdn::fused {
@@ -118,7 +124,7 @@ __global__ void __launch_bounds__(kT, 1)
       atomicMax(&sm.edge, n);
   __syncthreads();
   const bool restart = sm.edge >= seg.x;
-  const int begin = restart ? sm.edge : seg.x;
+  int begin = restart ? sm.edge : seg.x;
   Acc<32, 64> X;
   // Nobody needs this segment's E and T: it is the last, or the next one starts a sequence.
   if (seg.y >= geo.NT || chunk_at(geo, ws, b, seg.y).first || seg.x >= seg.y) {
@@ -126,8 +132,18 @@ __global__ void __launch_bounds__(kT, 1)
     save_x(X, ws, at, sr, sc);
     return;
   }
-  init_x(X, sr, sc, restart ? state_ptr(h0, geo, chunk_at(geo, ws, b, begin), h) : nullptr,
-         restart);
+  __syncthreads(); // every thread has read sm.edge
+  if (warp == 0) {
+    const int n = gate_horizon(geo, ws, in.beta, b, bh, seg.y - 1, begin, -1);
+    if (tid == 0)
+      sm.edge = n;
+  }
+  __syncthreads();
+  const bool truncated = sm.edge > begin;
+  begin = max(begin, sm.edge);
+  init_x(X, sr, sc,
+         restart && !truncated ? state_ptr(h0, geo, chunk_at(geo, ws, b, begin), h) : nullptr,
+         restart || truncated);
 
   // Chunk n's tiles; its beta for thread tid < kC (registers until chunk n - 1 is done).
   auto issue = [&](int n) {
@@ -203,7 +219,7 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
       atomicMin(&sm.edge, n);
   __syncthreads();
   const bool restart = sm.edge < seg.y;
-  const int top = restart ? sm.edge : seg.y - 1;
+  int top = restart ? sm.edge : seg.y - 1;
   Acc<32, 64> X;
   // Nobody needs this segment's dE and T: it is the first, or the one before ends a sequence.
   if (!context_ok || seg.x == 0 || chunk_at(geo, ws, b, seg.x - 1).last || seg.x >= seg.y) {
@@ -211,7 +227,18 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
     save_x(X, ws, at, sr, sc);
     return;
   }
-  init_x(X, sr, sc, restart ? state_ptr(dht, geo, chunk_at(geo, ws, b, top), h) : nullptr, restart);
+  __syncthreads(); // every thread has read sm.edge
+  if (warp == 0) {
+    const int n = gate_horizon(geo, ws, beta, b, bh, seg.x, top, 1);
+    if (tid == 0)
+      sm.edge = n;
+  }
+  __syncthreads();
+  const bool truncated = sm.edge < top;
+  top = min(top, sm.edge);
+  init_x(X, sr, sc,
+         restart && !truncated ? state_ptr(dht, geo, chunk_at(geo, ws, b, top), h) : nullptr,
+         restart || truncated);
 
   const bool gradient = sc < kD; // this warp's state tile is in dE
   for (int n = top; n >= seg.x; --n) {

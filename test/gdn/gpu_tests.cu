@@ -13,7 +13,8 @@
 //   split:       shapes whose few (batch, value head) pairs make `fused` split each row into
 //                segments (fused.cuh, split_segments) sit in the oracle, agreement, stability,
 //                determinism and varlen suites: lengths off the chunk and segment grid, initial
-//                and final states, strong decay and none, one long sequence among many short
+//                and final states, strong decay and none, gates slow enough that the segment
+//                passes walk part of their segment or all of it, one long sequence among many short
 //   checks:      the device-side input checks (Backend::input_error): a positive gate, bad
 //                cu_seqlens, a saved context from another shape or options, or none at all
 // A backend that keeps a saved context (fused) is checked on both paths: training (the forward
@@ -63,11 +64,12 @@ void report(const std::string& suite, const std::string& what, const std::string
 }
 
 std::string describe(const Shape& s, const Options& o, const InputSpec& in) {
-  char buf[160];
+  char buf[160], gates[32] = "";
+  if (in.g_scale != 1.f)
+    std::snprintf(gates, sizeof gates, " g*%g", in.g_scale);
   std::snprintf(buf, sizeof buf, "B%d T%d Hk%d Hv%d%s%s%s%s", s.batch, s.seq_len, s.key_heads,
                 s.value_heads, s.varlen() ? (" N" + std::to_string(s.sequences)).c_str() : "",
-                o.l2norm_qk ? "" : " no-l2", in.initial_state ? " states" : "",
-                in.g_scale != 1.f ? (" g*" + std::to_string(int(in.g_scale))).c_str() : "");
+                o.l2norm_qk ? "" : " no-l2", in.initial_state ? " states" : "", gates);
   return buf;
 }
 
@@ -537,7 +539,10 @@ int main(int argc, char** argv) {
                   {shape(2, 200, 2, 4), true, true},
                   {shape(1, 1000, 2, 8), true, true},
                   {shape(1, 130, 2, 2), false, true},
-                  {shape(1, 4097, 1, 2), true, false}},
+                  {shape(1, 4097, 1, 2), true, false},
+                  // split into 4 segments of 16 chunks; gates of about -2.6 a chunk put the
+                  // segment passes' gate horizon (fused.cuh) 7 chunks in
+                  {shape(1, 4097, 1, 2), true, true, 0.05f}},
                  bes);
     agreement_suite({{shape(2, 4097, 4, 8), true, true},
                      {shape(3, 777, 2, 2), true, true},
@@ -555,9 +560,12 @@ int main(int argc, char** argv) {
                      {shape(3, 4100, 1, 1), true, true}},
                     bes, "agreement");
     fd_suite(bes);
-    agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f},  // log decay down to ~ -100
-                     {shape(1, 4500, 1, 2), true, true, 30.f},  // the same, split
-                     {shape(1, 16384, 1, 2), true, true, 0.f}}, // no decay, 16K tokens, split
+    agreement_suite({{shape(1, 1000, 2, 4), true, true, 30.f}, // log decay down to ~ -100
+                     {shape(1, 4500, 1, 2), true, true, 30.f}, // the same, split
+                     {shape(1, 16384, 1, 2), true, true, 0.f}, // no decay, 16K tokens, split
+                     // split, slow decay: the gate horizon mid-segment, and beyond it (exact)
+                     {shape(1, 8200, 2, 4), true, true, 0.05f},
+                     {shape(1, 8200, 2, 4), true, true, 0.01f}},
                     bes, "stability");
     determinism_suite(shape(2, 1000, 2, 4), bes);
     determinism_suite(shape(1, 8200, 2, 4), bes); // split
