@@ -304,15 +304,16 @@ __device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk&
 }
 
 // Truncating a split segment's pass (fused_split.cu). Per token the state maps by
-// exp(g) (I - beta k k^T), of 2-norm at most exp(g) when |k| <= 1 (l2norm_qk) and 0 <= beta <= 2,
-// and the backward's gradient by its transpose; so of what enters a run of chunks at most
+// exp(g) (I - beta k k^T), of 2-norm at most exp(g) when |k| <= 1 (l2norm_qk) and 0 <= beta <= 1
+// (beta <= 1 keeps it so with bf16's rounding of k), and the backward's gradient by its
+// transpose; so of what enters a run of chunks at most
 // exp(their summed gates) leaves it. Once that is e^-16 (below 2^-23, fp32's rounding of the
 // state), the pass starts there from zero with transition 0. Slow gates, a beta out of range or
 // no l2norm keep the whole walk: exact.
 constexpr float kHorizonLogDecay = -16.f;
 // By one warp (each lane gets the answer): walking slots from `from` by `step` (+1 or -1) up to
 // `to` (excluded), the first slot at which the summed chunk gates reach kHorizonLogDecay, every
-// beta on the way in [0, 2]; else `to`.
+// beta on the way in [0, 1]; else `to`.
 __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
                                             const Ref<const bf16>& beta, int b, int bh, int from,
                                             int to, int step) {
@@ -325,7 +326,7 @@ __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
     bool in_range = true;
     for (int i = lane; i < c.len; i += 32) {
       const float x = __bfloat162float(*beta.at(c.b, c.t0 + i, h));
-      in_range = in_range && x >= 0.f && x <= 2.f; // false for NaN
+      in_range = in_range && x >= 0.f && x <= 1.f; // false for NaN
     }
     if (!__all_sync(0xffffffffu, in_range))
       return to;

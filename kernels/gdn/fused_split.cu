@@ -36,7 +36,7 @@
 // the final-state gradient and the predecessor.
 //
 // Gates cut the chain too, up to fp32 rounding (gate_horizon, fused.cuh): with |k| <= 1 and
-// beta in [0, 2] each token's map has norm at most exp(g), so once a segment's last chunks (bwd:
+// beta in [0, 1] each token's map has norm at most exp(g), so once a segment's last chunks (bwd:
 // first) sum their gates to -16 or less, what entered them is below 2^-23 of the state: the walk
 // starts there from zero and T = 0. The Hopper kernels then skip the T CTA's walk, as after a
 // restart. Slow gates keep the whole walk, exact. At the bench's gates (about -0.8 a token) the
