@@ -330,7 +330,7 @@ __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
     }
     if (!__all_sync(0xffffffffu, in_range))
       return to;
-    gates += ws.G[vrow(geo, bh, n) * kC + kC - 1]; // a chunk's G ends with its summed gates
+    gates += ws.G[vrow(geo, bh, n) + kC - 1]; // a chunk's G ends with its summed gates
     if (gates <= kHorizonLogDecay)
       return n;
   }
