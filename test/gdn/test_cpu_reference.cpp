@@ -118,6 +118,85 @@ TEST_CASE("decay alone scales the previous state", "[gdn][cpu]") {
   CHECK(f.ht[1] == Approx(6.0));
 }
 
+// The bound behind the split's gate horizon (gate_horizon, fused.cuh): with |k| <= 1 and beta in
+// [0, 1] a token maps the state by exp(g) (I - beta k k^T), of 2-norm at most exp(g), so of what
+// enters a run of tokens at most exp(their summed gates) leaves it, forward (the state) and
+// backward (the state's gradient, through the transposed maps). The recurrence is affine in the
+// state, so what the entering state contributes is the difference of two runs.
+namespace {
+
+double head_norm(const std::vector<double>& states, int h, int per_head) {
+  double sum = 0;
+  for (int i = 0; i < per_head; ++i)
+    sum += states[size_t(h) * per_head + i] * states[size_t(h) * per_head + i];
+  return std::sqrt(sum);
+}
+
+std::vector<double> minus(std::vector<double> a, const std::vector<double>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] -= b[i];
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("what enters a run of tokens leaves it scaled by at most exp(its summed gates)",
+          "[gdn][cpu]") {
+  const Shape s{1, 48, 1, 3, 8, 6};
+  const int per_head = 8 * 6;
+  // beta over the whole of [0, 1] (its ends included), and small, where the bound is nearly met
+  for (const double beta_max : {1.0, 0.01})
+    for (unsigned seed : {1u, 2u, 3u}) {
+      cpu::Inputs in = random_inputs(s, true, true, seed);
+      std::mt19937 rng(seed);
+      std::uniform_real_distribution<double> u01(0.0, beta_max);
+      for (size_t i = 0; i < in.beta.size(); ++i)
+        in.beta[i] = i % 7 == 0 ? beta_max : i % 11 == 0 ? 0.0 : u01(rng);
+      for (double& g : in.g)
+        g *= 0.1; // slow gates, so the bound is far from 0
+      cpu::Inputs from_zero = in;
+      std::fill(from_zero.h0.begin(), from_zero.h0.end(), 0.0);
+      const std::vector<double> entered = minus(cpu::forward(in).ht, cpu::forward(from_zero).ht);
+
+      const std::vector<double> dht = randn(in.h0.size(), seed + 10);
+      const std::vector<double> no_do(size_t(s.seq_len) * s.value_heads * s.head_dim_v, 0.0);
+      const std::vector<double> dh0 = cpu::backward(in, no_do, dht).dh0; // the maps' transposes
+
+      for (int h = 0; h < s.value_heads; ++h) {
+        double gates = 0;
+        for (int t = 0; t < s.seq_len; ++t)
+          gates += in.g[size_t(t) * s.value_heads + h];
+        const double bound = std::exp(gates);
+        REQUIRE(bound > 1e-3);
+        CHECK(head_norm(entered, h, per_head) <=
+              bound * head_norm(in.h0, h, per_head) * (1 + 1e-12));
+        CHECK(head_norm(dh0, h, per_head) <= bound * head_norm(dht, h, per_head) * (1 + 1e-12));
+      }
+    }
+}
+
+TEST_CASE("a key of norm above 1 (bf16's rounding) breaks the bound at beta 2, not at beta 1",
+          "[gdn][cpu]") {
+  // Why gate_horizon asks for beta <= 1 and not <= 2: k = (1 + 2^-7) e1, a bf16 value that a
+  // normalised key can round to, and a state along e1. Per token the state scales by
+  // 1 - beta |k|^2: about -1.03 at beta 2 (it grows), -0.016 at beta 1. No decay (g = 0).
+  const Shape s{1, 16, 1, 1, 2, 1};
+  cpu::Inputs in;
+  in.shape = s;
+  in.opt.l2norm_qk = false;
+  in.q.assign(size_t(s.seq_len) * 2, 0.0);
+  in.k.assign(size_t(s.seq_len) * 2, 0.0);
+  for (int t = 0; t < s.seq_len; ++t)
+    in.k[size_t(t) * 2] = 1.0078125; // 1 + 2^-7
+  in.v.assign(s.seq_len, 0.0);
+  in.g.assign(s.seq_len, 0.0);
+  in.h0 = {1.0, 0.0};
+  in.beta.assign(s.seq_len, 2.0);
+  CHECK(std::abs(cpu::forward(in).ht[0]) > 1.6); // |1 - 2 (1 + 2^-7)^2|^16 = 1.64
+  in.beta.assign(s.seq_len, 1.0);
+  CHECK(std::abs(cpu::forward(in).ht[0]) < 1e-20);
+}
+
 TEST_CASE("grouped value heads read key head h / (Hv / Hk)", "[gdn][cpu]") {
   // Hk = 1, Hv = 2 equals Hk = Hv = 2 with q and k repeated.
   const Shape gva{2, 7, 1, 2, 4, 3}, rep{2, 7, 2, 2, 4, 3};
