@@ -337,6 +337,21 @@ __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
   return to;
 }
 
+// gate_horizon for a whole block: warp 0 walks, every thread gets the slot through `edge` (shared
+// memory, which every thread must be done reading).
+__device__ __forceinline__ int block_gate_horizon(const Geo& geo, const Workspace& ws,
+                                                  const Ref<const bf16>& beta, int b, int bh,
+                                                  int from, int to, int step, int& edge) {
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int n = gate_horizon(geo, ws, beta, b, bh, from, to, step);
+    if (threadIdx.x == 0)
+      edge = n;
+  }
+  __syncthreads();
+  return edge;
+}
+
 // A chunk's 64 G values (fp32) into shared memory by cp.async (the scans' stages).
 __device__ __forceinline__ void load_G(float* dst, const float* src) {
   if (threadIdx.x < kC / 4)

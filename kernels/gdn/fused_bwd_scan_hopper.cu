@@ -108,15 +108,9 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     __syncthreads();
     restart = sm.edge < slots.y;
     slots.y = restart ? sm.edge + 1 : slots.y; // the walk's top slot is slots.y - 1
-    __syncthreads();                           // every thread has read sm.edge
-    if (warp == 0) {
-      const int n = gate_horizon(geo, ws, beta, b, bh, slots.x, slots.y - 1, 1);
-      if (threadIdx.x == 0)
-        sm.edge = n;
-    }
-    __syncthreads();
-    truncated = sm.edge < slots.y - 1;
-    slots.y = min(slots.y, sm.edge + 1);
+    const int horizon = block_gate_horizon(geo, ws, beta, b, bh, slots.x, slots.y - 1, 1, sm.edge);
+    truncated = horizon < slots.y - 1;
+    slots.y = min(slots.y, horizon + 1);
     if (seg_move && (restart || truncated)) // T^bwd = 0: what enters is cut off
       return zeros();
   }

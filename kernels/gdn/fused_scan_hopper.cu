@@ -108,15 +108,10 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     __syncthreads();
     restart = sm.edge >= slots.x;
     slots.x = restart ? sm.edge : slots.x;
-    __syncthreads(); // every thread has read sm.edge
-    if (warp == 0) {
-      const int n = gate_horizon(geo, ws, in.beta, b, bh, slots.y - 1, slots.x, -1);
-      if (threadIdx.x == 0)
-        sm.edge = n;
-    }
-    __syncthreads();
-    truncated = sm.edge > slots.x;
-    slots.x = max(slots.x, sm.edge);
+    const int horizon =
+        block_gate_horizon(geo, ws, in.beta, b, bh, slots.y - 1, slots.x, -1, sm.edge);
+    truncated = horizon > slots.x;
+    slots.x = max(slots.x, horizon);
     if (seg_move && (restart || truncated)) // T = 0: what enters is cut off
       return zeros();
   }

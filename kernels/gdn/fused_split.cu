@@ -132,15 +132,9 @@ __global__ void __launch_bounds__(kT, 1)
     save_x(X, ws, at, sr, sc);
     return;
   }
-  __syncthreads(); // every thread has read sm.edge
-  if (warp == 0) {
-    const int n = gate_horizon(geo, ws, in.beta, b, bh, seg.y - 1, begin, -1);
-    if (tid == 0)
-      sm.edge = n;
-  }
-  __syncthreads();
-  const bool truncated = sm.edge > begin;
-  begin = max(begin, sm.edge);
+  const int horizon = block_gate_horizon(geo, ws, in.beta, b, bh, seg.y - 1, begin, -1, sm.edge);
+  const bool truncated = horizon > begin;
+  begin = max(begin, horizon);
   init_x(X, sr, sc,
          restart && !truncated ? state_ptr(h0, geo, chunk_at(geo, ws, b, begin), h) : nullptr,
          restart || truncated);
@@ -227,15 +221,9 @@ __global__ void __launch_bounds__(kT, 1) seg_bwd_kernel(Geo geo, Workspace ws, R
     save_x(X, ws, at, sr, sc);
     return;
   }
-  __syncthreads(); // every thread has read sm.edge
-  if (warp == 0) {
-    const int n = gate_horizon(geo, ws, beta, b, bh, seg.x, top, 1);
-    if (tid == 0)
-      sm.edge = n;
-  }
-  __syncthreads();
-  const bool truncated = sm.edge < top;
-  top = min(top, sm.edge);
+  const int horizon = block_gate_horizon(geo, ws, beta, b, bh, seg.x, top, 1, sm.edge);
+  const bool truncated = horizon < top;
+  top = min(top, horizon);
   init_x(X, sr, sc,
          restart && !truncated ? state_ptr(dht, geo, chunk_at(geo, ws, b, top), h) : nullptr,
          restart || truncated);
