@@ -24,7 +24,8 @@
 //     stage (the tiles of both stages would not fit).
 //   combine, one CTA per (32 value columns, b, value head), fp32 on the CUDA cores, in segment
 //     order: S_in(0) = 0, S_in(z + 1) = T_z S_in(z) + E_z (bwd, from the last segment down:
-//     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_fwd_in (bwd: ws.seg_in).
+//     dS_out(z - 1) = T^bwd_z dS_out(z) + dE_z), into ws.seg_fwd_in (bwd: ws.seg_in); where T_z
+//     is exactly zero (a restart or the gate horizon) it takes E_z without the product.
 //     A training forward's seg_fwd_in is in the context: the backward's save_scan reuses it.
 //
 // Sequence boundaries (varlen; a dense row starts at slot 0 and ends at NT - 1) cut the chain.
@@ -305,15 +306,22 @@ __global__ void __launch_bounds__(kCombineThreads)
       seg_in[at + (r0 + i) * kD + col] = acc[i];
     if (step + 1 == Z)
       break;
-    __syncthreads(); // every thread is done reading the previous step's t and s
-    for (int e = tid; e < kD * kD / 4; e += kCombineThreads)
-      reinterpret_cast<float4*>(sm.t)[e] = reinterpret_cast<const float4*>(ws.seg_move + at)[e];
+    __syncthreads();    // every thread is done reading the previous step's t and s
+    bool moves = false; // T != 0
+    for (int e = tid; e < kD * kD / 4; e += kCombineThreads) {
+      const float4 t = reinterpret_cast<const float4*>(ws.seg_move + at)[e];
+      moves |= t.x != 0.f || t.y != 0.f || t.z != 0.f || t.w != 0.f;
+      reinterpret_cast<float4*>(sm.t)[e] = t;
+    }
 #pragma unroll
     for (int i = 0; i < kCombineRows; ++i) {
       sm.s[(r0 + i) * kCombineCols + tid % kCombineCols] = acc[i];
       acc[i] = ws.seg_end[at + (r0 + i) * kD + col];
     }
-    __syncthreads();
+    // T = 0 wherever a sequence start or the gate horizon cut what enters the segment (at the
+    // bench's gates, every segment): the state is E alone, and the product is skipped.
+    if (!__syncthreads_or(moves))
+      continue;
     for (int k = 0; k < kD; k += 4) {
       float x[4];
 #pragma unroll
