@@ -313,26 +313,44 @@ __device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk&
 constexpr float kHorizonLogDecay = -16.f;
 // By one warp (each lane gets the answer): walking slots from `from` by `step` (+1 or -1) up to
 // `to` (excluded), the first slot at which the summed chunk gates reach kHorizonLogDecay, every
-// beta on the way in [0, 1]; else `to`.
+// beta on the way in [0, 1]; else `to`. The lanes take 32 slots a round (lane l the l-th in walk
+// order: its betas and its chunk's summed gate), a prefix sum over the lanes and two ballots find
+// the first slot that ends the walk: at slow gates a walk crosses whole segments, and one slot at
+// a time it waited through two dependent loads per chunk.
 __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
                                             const Ref<const bf16>& beta, int b, int bh, int from,
                                             int to, int step) {
   if (!geo.l2)
     return to;
+  constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x % 32, h = bh % geo.Hv;
-  float gates = 0.f;
-  for (int n = from; n != to; n += step) {
-    const Chunk c = chunk_at(geo, ws, b, n);
+  float gates = 0.f; // summed over the rounds before
+  for (int base = from; step > 0 ? base < to : base > to; base += 32 * step) {
+    const int n = base + lane * step;
+    const bool slot = step > 0 ? n < to : n > to;
     bool in_range = true;
-    for (int i = lane; i < c.len; i += 32) {
-      const float x = __bfloat162float(*beta.at(c.b, c.t0 + i, h));
-      in_range = in_range && x >= 0.f && x <= 1.f; // false for NaN
+    float g = 0.f;
+    if (slot) {
+      const Chunk c = chunk_at(geo, ws, b, n);
+      for (int i = 0; i < c.len; ++i) {
+        const float x = __bfloat162float(*beta.at(c.b, c.t0 + i, h));
+        in_range = in_range && x >= 0.f && x <= 1.f; // false for NaN
+      }
+      g = ws.G[vrow(geo, bh, n) + kC - 1]; // a chunk's G ends with its summed gates
     }
-    if (!__all_sync(0xffffffffu, in_range))
-      return to;
-    gates += ws.G[vrow(geo, bh, n) + kC - 1]; // a chunk's G ends with its summed gates
-    if (gates <= kHorizonLogDecay)
-      return n;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) { // inclusive prefix sum in walk order
+      const float y = __shfl_up_sync(kAll, g, o);
+      g += lane >= o ? y : 0.f;
+    }
+    g += gates;
+    const unsigned bad = __ballot_sync(kAll, slot && !in_range);
+    const unsigned ends = bad | __ballot_sync(kAll, slot && g <= kHorizonLogDecay);
+    if (ends) { // the first slot that ends the walk: a beta out of range there ends it at `to`
+      const int l = __ffs(ends) - 1;
+      return bad >> l & 1 ? to : base + l * step;
+    }
+    gates = __shfl_sync(kAll, g, 31);
   }
   return to;
 }
