@@ -313,10 +313,10 @@ __device__ __forceinline__ const float* entry_state(const Geo& geo, const Chunk&
 constexpr float kHorizonLogDecay = -16.f;
 // By one warp (each lane gets the answer): walking slots from `from` by `step` (+1 or -1) up to
 // `to` (excluded), the first slot at which the summed chunk gates reach kHorizonLogDecay, every
-// beta on the way in [0, 1]; else `to`. The lanes take 32 slots a round (lane l the l-th in walk
-// order: its betas and its chunk's summed gate), a prefix sum over the lanes and two ballots find
-// the first slot that ends the walk: at slow gates a walk crosses whole segments, and one slot at
-// a time it waited through two dependent loads per chunk.
+// beta on the way in [0, 1]; else `to`. After the first slot the lanes take 32 slots a round
+// (lane l the l-th in walk order: its betas and its chunk's summed gate), and a prefix sum over
+// the lanes and two ballots find the first slot that ends the walk: at slow gates a walk crosses
+// whole segments, and one slot at a time it waited through two dependent loads per chunk.
 __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
                                             const Ref<const bf16>& beta, int b, int bh, int from,
                                             int to, int step) {
@@ -324,8 +324,22 @@ __device__ __forceinline__ int gate_horizon(const Geo& geo, const Workspace& ws,
     return to;
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x % 32, h = bh % geo.Hv;
-  float gates = 0.f; // summed over the rounds before
-  for (int base = from; step > 0 ? base < to : base > to; base += 32 * step) {
+  if (from == to)
+    return to;
+  // The first slot alone, its betas spread over the lanes: at fast gates it ends the walk, and a
+  // round of 32 slots would cost that case 64 loads a lane.
+  const Chunk first = chunk_at(geo, ws, b, from);
+  bool first_in_range = true;
+  for (int i = lane; i < first.len; i += 32) {
+    const float x = __bfloat162float(*beta.at(first.b, first.t0 + i, h));
+    first_in_range = first_in_range && x >= 0.f && x <= 1.f; // false for NaN
+  }
+  if (!__all_sync(kAll, first_in_range))
+    return to;
+  float gates = ws.G[vrow(geo, bh, from) + kC - 1]; // summed over the slots before the round
+  if (gates <= kHorizonLogDecay)
+    return from;
+  for (int base = from + step; step > 0 ? base < to : base > to; base += 32 * step) {
     const int n = base + lane * step;
     const bool slot = step > 0 ? n < to : n > to;
     bool in_range = true;
