@@ -5,14 +5,16 @@
 #
 #   gpu_suite.sh BIN_DIR OUT_DIR
 #
-# BIN_DIR holds gdn-bench, gdn-gpu-tests and conv-gpu-tests. The conv baseline links cuDNN 9: the
-# GPU image has none of its own, so the suite puts the nvidia/cudnn/lib folder of its PyTorch on
-# LD_LIBRARY_PATH. GDN_NCU_DETAIL=1 adds ncu's throughput, stall and
-# occupancy sections for one run of each fused kernel at the 35B shape. Logs go to OUT_DIR (at
+# BIN_DIR holds gdn-bench, gdn-gpu-tests and conv-gpu-tests; ncu_times.py (the per-kernel times
+# from ncu's CSV) is beside this script. The conv baseline links cuDNN 9: the GPU image has none
+# of its own, so the suite puts the nvidia/cudnn/lib folder of its PyTorch on LD_LIBRARY_PATH.
+# GDN_NCU_DETAIL=1 adds ncu's throughput, stall and occupancy sections for one run of each fused
+# kernel at the 35B shape. Logs go to OUT_DIR (at
 # most 8 files: log, gpu_tests, conv_tests, sanitizers, bench.txt/json; GDN_NCU_DETAIL=1 adds
 # ncu_detail).
 set -u
 BIN=$1 OUT=$2
+HERE=$(dirname "$(readlink -f "$0")")
 export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"
 L=$OUT/log.txt
@@ -54,8 +56,7 @@ SHAPES="4,4096,16,32,128 1,4096,16,64,128" # qwen35_35b, qwen35_397b
       echo "-- $backend $shape"
       timeout 90 ncu --clock-control none --kernel-name regex:"prep|scan|intra" \
         --metrics gpu__time_duration.sum --csv "$BIN/gdn-bench" --backend $backend \
-        --shape $shape --mode fwdbwd --warmup 0 --iters 1 2>&1 |
-        grep gpu__time_duration | awk -F'","' '{print $5, $NF}' | sed 's/(.*) / /'
+        --shape $shape --mode fwdbwd --warmup 0 --iters 1 2>&1 | python3 "$HERE/ncu_times.py"
     done
   done
   if [ "${GDN_NCU_DETAIL:-0}" = 1 ]; then

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""CI tests of kernels/bench/ncu_times.py (gpu_suite.sh's per-kernel times from ncu's CSV), no GPU:
+kernels in anonymous namespaces keep their names and template arguments, each unit ncu writes is
+read, launches are grouped per kernel in order of first launch with their median, and input it
+cannot read gets one `error:` line naming the input and exit code 2. Run by CTest:
+ncu_times_test.py SCRIPT WORKDIR."""
+import os
+import subprocess
+import sys
+
+SCRIPT, WORK = sys.argv[1], sys.argv[2]
+FAILURES = []
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+          '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+          '"Metric Value"')
+
+
+def row(i, kernel, unit, value, metric="gpu__time_duration.sum"):
+    return (f'"{i}","7","gdn-bench","gpu","{kernel}","1","13","(512, 1, 1)","(1, 128, 1)","0",'
+            f'"9.0","Command line profiler metrics","{metric}","{unit}","{value}"')
+
+
+SCAN = ("void qr::gdn::fused::(anonymous namespace)::scan_hopper_kernel<(qr::gdn::fused::Scan)1, "
+        "2>(qr::gdn::chunked::Geo, qr::gdn::fused::Workspace, int)")
+BWD = ("void qr::gdn::fused::(anonymous namespace)::bwd_scan_hopper_kernel<2, false>"
+       "(qr::gdn::chunked::Geo, qr::gdn::fused::Workspace, const float *)")
+PREP = "void qr::gdn::fused::(anonymous namespace)::prep_kernel<(qr::gdn::fused::Prep)1>(int)"
+
+
+def run(text, *args):
+    path = os.path.join(WORK, "ncu.csv")
+    with open(path, "w") as f:
+        f.write(text)
+    r = subprocess.run([sys.executable, SCRIPT, *(args or (path,))], capture_output=True,
+                       text=True, timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
+def expect(cond, what):
+    if not cond:
+        FAILURES.append(what)
+
+
+os.makedirs(WORK, exist_ok=True)
+
+# ncu's notes and the program's output around the rows; units old and new; a thousands comma.
+good = "\n".join([
+    "==PROF== Connected to process 7",
+    "gdn-bench: custom (B4 T4096 Hk16 Hv32 D128): timing fused fwdbwd",
+    HEADER,
+    row(0, PREP, "us", "195.20"),
+    row(1, SCAN, "ns", "206,400"),
+    row(2, BWD, "usecond", "264.5"),
+    row(3, SCAN, "msecond", "0.2042"),
+    row(4, SCAN, "ns", "210000"),
+    row(5, BWD, "ns", "1000", metric="dram__bytes_read.sum"),  # another metric: not a time
+    "==PROF== Disconnected from process 7",
+]) + "\n"
+rc, out, err = run(good)
+lines = out.splitlines()
+expect(rc == 0 and err == "", f"good input: rc {rc}, stderr {err!r}")
+expect(len(lines) == 3, f"good input: 3 kernels expected, got {lines}")
+if len(lines) == 3:
+    expect(lines[0].split()[0] == "prep_kernel<(qr::gdn::fused::Prep)1>", f"first: {lines[0]}")
+    expect(lines[1].startswith("scan_hopper_kernel<(qr::gdn::fused::Scan)1, 2> "),
+           f"the scan keeps its template arguments: {lines[1]}")
+    expect(" x3 " in lines[1] and "median     206.4 us" in lines[1] and "(204.2 - 210.0)"
+           in lines[1], f"the scan's three launches, median and range: {lines[1]}")
+    expect(lines[2].startswith("bwd_scan_hopper_kernel<2, false> ") and " x1 " in lines[2]
+           and "median     264.5 us" in lines[2], f"the backward scan: {lines[2]}")
+    expect(not any("fused::" in l.split("<")[0] for l in lines), f"namespaces left: {lines}")
+
+# The same rows on stdin.
+r = subprocess.run([sys.executable, SCRIPT], input=good, capture_output=True, text=True,
+                   timeout=60)
+expect(r.returncode == 0 and r.stdout == out, f"stdin: rc {r.returncode}, {r.stdout!r}")
+
+for text, names in [
+    ("gdn-bench: no CUDA device\n", ["ncu.csv", "no ncu CSV header"]),
+    (HEADER + "\n", ["ncu.csv", "no gpu__time_duration.sum rows"]),
+    (HEADER + "\n" + row(0, SCAN, "cycle", "5") + "\n", ["ncu.csv", "unit 'cycle'"]),
+    (HEADER + "\n" + row(0, SCAN, "us", "n/a") + "\n", ["ncu.csv", "value 'n/a'"]),
+]:
+    rc, out, err = run(text)
+    expect(rc == 2 and out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
+           and all(n in err for n in names), f"bad input {text[:40]!r}: rc {rc}, stderr {err!r}")
+
+rc, out, err = run(good, os.path.join(WORK, "missing.csv"))
+expect(rc == 2 and "missing.csv" in err and len(err.splitlines()) == 1, f"missing file: {err!r}")
+
+if FAILURES:
+    print("\n".join("FAIL: " + f for f in FAILURES))
+    sys.exit(1)
+print("ncu_times.py: all checks passed")
