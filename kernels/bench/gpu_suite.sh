@@ -9,9 +9,8 @@
 # from ncu's CSV) is beside this script. The conv baseline links cuDNN 9: the GPU image has none
 # of its own, so the suite puts the nvidia/cudnn/lib folder of its PyTorch on LD_LIBRARY_PATH.
 # GDN_NCU_DETAIL=1 adds ncu's throughput, stall and occupancy sections for one run of each fused
-# kernel at the 35B shape. Logs go to OUT_DIR (at
-# most 8 files: log, gpu_tests, conv_tests, sanitizers, bench.txt/json; GDN_NCU_DETAIL=1 adds
-# ncu_detail).
+# kernel at the 35B shape. Logs go to OUT_DIR (at most 8 files: log, gpu_tests, conv_tests,
+# sanitizers, bench.txt/json; GDN_NCU_DETAIL=1 adds ncu_detail).
 set -u
 BIN=$1 OUT=$2
 HERE=$(dirname "$(readlink -f "$0")")
