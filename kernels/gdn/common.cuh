@@ -70,6 +70,7 @@ enum StatusBit : unsigned {
   kBadOffsets = 2, // cu_seqlens does not rise strictly from 0 to T
   kBadContext = 4, // the saved context's stamp does not match the backward's shape and options
   kNoContext = 8,  // the saved context was never written by a training forward
+  kStalled = 16,   // the fused backward's pipeline waited seconds for a scan's tiles (a fault)
 };
 constexpr size_t kStatusBytes = 256; // one carver granule
 
@@ -93,6 +94,7 @@ inline std::string read_status(const std::string& backend, const void* workspace
   add(kBadOffsets, "cu_seqlens must rise strictly from 0 to T (every sequence >= 1 token)");
   add(kBadContext, "the saved context is from a forward of another shape or options");
   add(kNoContext, "the saved context was not written by a training forward");
+  add(kStalled, "internal fault: bwd_intra waited seconds for the scans' tiles (pipeline stalled)");
   return why;
 }
 

@@ -44,6 +44,14 @@ int scan_ctas(const Geo& geo, ScanGrid sg) {
   return kD / sg.bv * geo.B * geo.Hv * sg.groups;
 }
 
+// The status word and the pipeline's counts after it (Workspace::carve): one memset.
+cudaError_t clear_status_and_ready(const Workspace& ws, const Geo& geo, cudaStream_t st) {
+  if (reinterpret_cast<char*>(ws.ready) != reinterpret_cast<char*>(ws.status) + kStatusBytes)
+    return cudaErrorInvalidValue; // the carve order changed
+  const size_t ready = (size_t(geo.B) * geo.Hv * geo.NT + 1) * sizeof(int);
+  return cudaMemsetAsync(ws.status, 0, kStatusBytes + ready, st);
+}
+
 // The grid save_scan and bwd_scan share when they run side by side, or {0, 0} when they do not
 // fit in one wave together (one CTA per SM each): scan_grid's if twice its CTAs fit, else its
 // 128-column form (half the CTAs, each twice the columns) if that does. At the 397B shape the
@@ -177,7 +185,7 @@ public:
       return "fused: q, k, v, do, dq, dk, dv need 16-byte aligned rows";
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
-    QR_CUDA_TRY(clear_status(ws.status, stream));
+    QR_CUDA_TRY(clear_status_and_ready(ws, geo, stream));
     int dev = 0, major = 0;
     QR_CUDA_TRY(cudaGetDevice(&dev));
     std::string e;
@@ -193,15 +201,15 @@ public:
     if (!a.saved)
       if (e = launch_prep(geo, in, ws, Prep::context, stream); !e.empty())
         return e;
-    auto save = [&](ScanGrid sg) {
-      return [&, sg](cudaStream_t st) {
-        return launch_save_scan(geo, sg, ws, in, a.initial_state, a.saved != nullptr, st);
+    auto save = [&](ScanGrid sg, Pipeline pipe = {}) {
+      return [&, sg, pipe](cudaStream_t st) {
+        return launch_save_scan(geo, sg, ws, in, a.initial_state, a.saved != nullptr, pipe, st);
       };
     };
-    auto bwd = [&](ScanGrid sg) {
-      return [&, sg](cudaStream_t st) {
+    auto bwd = [&](ScanGrid sg, Pipeline pipe = {}) {
+      return [&, sg, pipe](cudaStream_t st) {
         return launch_bwd_scan(geo, sg, ws, in, ref<const bf16>(a.d_o), a.d_final_state,
-                               a.d_initial_state, st);
+                               a.d_initial_state, pipe, st);
       };
     };
     // bwd_scan and bwd_intra in one kernel after save_scan (not the split: its segments' passes
@@ -212,6 +220,17 @@ public:
       return launch_fused_bwd_hopper(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
     }
     const ScanGrid pg = pair_grid(geo, sg, sms);
+    // On Hopper the pipeline (fused.cuh, Pipeline): save_scan, then bwd_scan as its dependent
+    // (side by side where both fit in one wave: pair_grid), then bwd_intra_ws as bwd_scan's,
+    // all on the caller's stream
+    constexpr unsigned kPipelined = kHopperSave | kHopperBwd | kHopperIntra;
+    if ((sg.hopper & kPipelined) == kPipelined) {
+      const ScanGrid both = pg.bv ? pg : sg;
+      const Pipeline pipe{ws.ready, 2 * (kD / both.bv)};
+      if ((e = save(both, pipe)(stream)).empty() && (e = bwd(both, pipe)(stream)).empty())
+        e = launch_bwd_intra_ws(geo, in, ws, ref<const bf16>(a.d_o), a, pipe, stream);
+      return e;
+    }
     bool paired = false;
     if (pg.bv && !(e = side_.pair(stream, bwd(pg), save(pg), &paired)).empty())
       return e;
@@ -222,7 +241,7 @@ public:
         return e;
     }
     if (sg.hopper & kHopperIntra)
-      return launch_bwd_intra_ws(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
+      return launch_bwd_intra_ws(geo, in, ws, ref<const bf16>(a.d_o), a, {}, stream);
     return launch_bwd_intra(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
   }
 

@@ -158,6 +158,7 @@ inline int split_segments(const Shape& s) {
 // workspace starts with the status word (common.cuh), the context with its stamp.
 struct Workspace {
   unsigned* status; // workspace: the input checks' status bits
+  int* ready;       // [B,Hv,NT] + 1 backward: the pipeline's chunk counts and item queue (Pipeline)
   int* stamp;       // [kStampWords] context: shape and options of the forward that wrote it
   int2* chunks;     // [NT]          context: the varlen chunk map (varlen only)
   bf16* qn;         // [B,Hk,Tp,D]     context: normalised q
@@ -191,6 +192,8 @@ struct Workspace {
     Carver& c = saved || ctx_bytes ? cc : wc; // where the context goes
     Workspace ws{};
     ws.status = wc.take<unsigned>(kStatusBytes / sizeof(unsigned));
+    // right after the status word (one granule), so that one memset clears both (fused.cu)
+    ws.ready = bwd ? wc.take<int>(vh * NT + 1) : nullptr;
     ws.stamp = c.take<int>(kStampWords);
     ws.chunks = s.varlen() ? c.take<int2>(NT) : nullptr;
     ws.qn = c.take<bf16>(kh * Tp * kD);
@@ -220,6 +223,74 @@ struct Workspace {
     return ws;
   }
 };
+
+// The backward's pipeline on Hopper (fused.cu, run_bwd): save_scan and bwd_scan each count a chunk
+// in ready[bh NT + n] once its tiles are in the workspace (h_n and v_new; dh_n and dv_new), one
+// count per CTA, and bwd_intra_ws, launched behind them (programmatic dependent launch, so that
+// every scan CTA is resident before any of its CTAs), takes its items from a queue in the order
+// the backward scan finishes them and waits for each item's counts before loading those tiles. So
+// its CTAs start on the SMs the scans leave idle: at the 397B shape the 64 the shorter save_scan
+// frees while bwd_scan still runs. Null ready: no pipeline (the kernels run one after another).
+struct Pipeline {
+  int* ready = nullptr; // ws.ready: the counts, then the item queue's next ticket (at [B Hv NT])
+  int expected = 0;     // the counts a chunk's tiles take: both scans' CTAs per (batch, value head)
+};
+
+// Counts a chunk in (release: the tiles' stores are visible to whoever reads the count); by one
+// thread, after a barrier of every thread that stored them. The scans count in batches of
+// kCountBatch chunks (and at the walk's end): a release waits for the counting warp's stores,
+// about a microsecond, which taken per chunk made bwd_scan a fifth slower (H100, 35B: 321 -> 388
+// us under ncu); bwd_intra's items wait at most a batch longer.
+constexpr int kCountBatch = 8;
+__device__ __forceinline__ void count_written(int* at) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(at) : "memory");
+}
+
+// Waits until *at reaches `want` (acquire); by one thread, whose barrier with the others then
+// publishes the tiles to them. Bounded (about 2^24 polls, seconds): past it, a pipeline fault is
+// flagged in the status word (kStalled) and false returned, so that a bug fails the run instead of
+// hanging the GPU; once flagged, every other wait of the run gives up within 1024 polls.
+__device__ __forceinline__ bool wait_written(const int* at, int want, unsigned* status) {
+  for (int polls = 0; polls < 1 << 24; ++polls) {
+    int got;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(got) : "l"(at) : "memory");
+    if (got >= want)
+      return true;
+    if (polls % 1024 == 1023 && (*static_cast<volatile unsigned*>(status) & kStalled))
+      return false;
+    __nanosleep(256);
+  }
+  atomicOr(status, kStalled);
+  return false;
+}
+
+// Programmatic dependent launch: a primary lets its dependent's CTAs be scheduled once every CTA
+// of it has run launch_dependents; the dependent's wait_primary returns once the primary has
+// completed and its stores are visible. Both are no-ops in a kernel launched without it.
+__device__ __forceinline__ void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+__device__ __forceinline__ void wait_primary() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
+// kernel<<<grid, block, smem, st>>>(args...), as a programmatic dependent of the stream's previous
+// kernel when `dependent` (its CTAs may start once every CTA of that one ran launch_dependents).
+template <class... Params, class... Args>
+cudaError_t launch_maybe_dependent(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                   size_t smem, cudaStream_t st, Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cfg.attrs = dependent ? &attr : nullptr;
+  cfg.numAttrs = dependent ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
 
 // First token row of chunk n of value head bh = b * Hv + h, and of its key head, in the workspace.
 __device__ __forceinline__ size_t vrow(const Geo& g, int bh, int n) {
@@ -523,27 +594,33 @@ std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace&
                                    const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
                                    const float* entering, cudaStream_t st);
 // save_scan on Hopper, likewise (launch_save_scan runs the split first unless its states are
-// saved).
+// saved); counting each chunk into pipe.ready when given.
 std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                     const FwdInputs& in, const float* h0, const float* entering,
-                                    cudaStream_t st);
+                                    Pipeline pipe, cudaStream_t st);
 // fused_split.cu's seg_fwd on Hopper (fused_scan_hopper.cu): each segment's E and T.
 std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                   const FwdInputs& in, const float* h0, cudaStream_t st);
 // The warp-specialised wgmma backward scan (fused_bwd_scan_hopper.cu; sm_90a), from the split's
-// leaving gradients when given (launch_bwd_scan runs the split first).
+// leaving gradients when given (launch_bwd_scan runs the split first). With pipe.ready it counts
+// each chunk there and, behind save_scan (dependent: true), is launched as save_scan's dependent,
+// so that the two run side by side where they fit.
 std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
-                                   float* dh0, const float* entering, cudaStream_t st);
+                                   float* dh0, const float* entering, Pipeline pipe, bool dependent,
+                                   cudaStream_t st);
 // fused_split.cu's seg_bwd on Hopper (fused_bwd_scan_hopper.cu): each segment's dE and T^bwd.
 std::string launch_seg_bwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                   const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
                                   cudaStream_t st);
 // states_saved: a split row's entering states are in the context already (the backward given one).
+// pipe: the backward's pipeline (only with the Hopper kernels); bwd_scan is then launched as
+// save_scan's dependent unless the split's passes come between them.
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                             const float* h0, bool states_saved, cudaStream_t st);
+                             const float* h0, bool states_saved, Pipeline pipe, cudaStream_t st);
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                            Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st);
+                            Ref<const bf16> d_o, const float* dht, float* dh0, Pipeline pipe,
+                            cudaStream_t st);
 // Split scans (fused_split.cu): each segment's end state and transition from its start (the
 // forward recurrence; bwd: the reverse one, from do and the final-state gradient), then the
 // combine into ws.seg_fwd_in (bwd: ws.seg_in), which the scans of launch_fwd_scan /
@@ -554,9 +631,11 @@ std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, c
                              Ref<const bf16> d_o, const float* dht, cudaStream_t st);
 std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                              Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
-// bwd_intra warp-specialised on wgmma (fused_bwd_intra_ws.cu; sm_90a).
+// bwd_intra warp-specialised on wgmma (fused_bwd_intra_ws.cu; sm_90a); with pipe.ready, launched
+// as bwd_scan's dependent and fed by the pipeline's queue.
 std::string launch_bwd_intra_ws(const Geo& geo, const FwdInputs& in, const Workspace& ws,
-                                Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
+                                Ref<const bf16> d_o, const BwdArgs& out, Pipeline pipe,
+                                cudaStream_t st);
 // bwd_scan + bwd_intra in one kernel, then the group sum of dq, dk (fused_bwd_hopper.cu; sm_90a;
 // after save_scan, not split; its per-head dq, dk rows take ws.dh's place).
 std::string launch_fused_bwd_hopper(const Geo& geo, const FwdInputs& in, const Workspace& ws,

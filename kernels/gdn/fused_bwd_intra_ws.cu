@@ -6,16 +6,22 @@
 // wgmma form of this kernel that kept the mma.sync protocol (verified on the H200, and slower:
 // its 8 warps stalled at 7 CTA-wide barriers per head), and the loads taken off the consumers:
 //
-//   producer warpgroup 2   every tile by cp.async, in the order the consumers use them: per
-//   (40 registers)         value head its factors (G log2 e, exp G, exp(Gl - G), beta: stored,
-//                          not copied), do, S0, v_new, dSL, dv_new, A, then at an item's first
-//                          head its q, k and rstd, then v into dSL's buffer once dSL is read.
+//   producer warpgroup 2   every tile by cp.async, in the order the consumers use them: at an
+//   (40 registers)         item's first head its q, k and rstd, staged in the v_new and dv_new
+//                          buffers so that they land during the last item's tail (the consumers
+//                          copy them into place at the item's start); per value head its factors
+//                          (G log2 e, exp G, exp(Gl - G), beta: stored, not copied), do, S0,
+//                          v_new, dSL, dv_new, A, then v into dSL's buffer once dSL is read.
 //                          Each buffer is a Fill, an mbarrier pair: `full` completed through
 //                          cp.async.mbarrier.arrive by the 128 producer threads once their
 //                          copies land, `empty` by the 256 consumer threads once they and their
 //                          products are done reading; the producer waits for fill k - 1's
 //                          release before issuing fill k. Rows past `len` (do, v) are
-//                          zero-filled (cp.async src-size 0).
+//                          zero-filled (cp.async src-size 0). Its thread 0 picks the items:
+//                          every gridDim.x-th, or in the backward's pipeline (fused.cuh,
+//                          Pipeline) a ticket from its queue, once the scans have counted the
+//                          item's chunk in; each reaches the consumers with its first head's
+//                          factors, and an index of `items` ends their walk.
 //   consumer warpgroups    the mma.sync kernel's chain per head, split by columns as in that
 //   0, 1 (232 registers)   earlier form (warpgroup g: columns 64 g .. of a 64 x 128 product,
 //                          32 g .. of a 64 x 64 one; warp w of it rows 16 w ..), dq and dk in
@@ -29,14 +35,14 @@
 // row dots, <S0, dSL>) and factors are double-buffered by the head's parity, so the tail of head
 // h (dg's reverse cumsum, dbeta) runs beside head h + 1; head h + 2 writes that parity again only
 // after head h + 1's kBarNu, which the tail warps reach after their tail. Per item, kBarItem up to
-// four times: the last head's sums are complete; dQKs / Psym are written (into the dA and t2
-// buffers); the l2 row dots are written (in the sums' place); and at the next item's start, those
-// are read. The fp32 group sums keep one writer per entry: dQK's epilogue updates only entries on
-// and below the diagonal, dL's only entries above it (the mma.sync kernel's unconditional += 0
-// there would now race with the next head's dQK). Every barrier that publishes st.shared tiles to
-// wgmma is preceded by the writers' fence.proxy.async; the consumers fence after each full wait
-// (the copies land through the generic proxy). Deterministic: one CTA computes an item, in a fixed
-// order, whichever CTA takes it.
+// five times: the last head's sums are complete; dQKs / Psym are written (into the dA and t2
+// buffers); the l2 row dots are written (in the sums' place); at the next item's start, those
+// are read; and its q and k are copied into place. The fp32 group sums keep one writer per entry:
+// dQK's epilogue updates only entries on and below the diagonal, dL's only entries above it (the
+// mma.sync kernel's unconditional += 0 there would now race with the next head's dQK). Every
+// barrier that publishes st.shared tiles to wgmma is preceded by the writers' fence.proxy.async;
+// the consumers fence after each full wait (the copies land through the generic proxy).
+// Deterministic: one CTA computes an item, in a fixed order, whichever CTA takes it.
 //
 // Shared memory: q, k, do, v_new / dw, dv_new (64 x 128), S0, dSL / v (128 x 128), A, dA, t2
 // (64 x 64), the fp32 Q K^T / K K^T and group sums, two sets of per-head factors and partial
@@ -81,21 +87,29 @@ enum ConsumerBar : int {
   kBarSums = 5, // a head's partial sums are written (the tail warps sync, the others arrive)
   kBarItem = 6, // the item's tail: the group sums, dQKs / Psym, the l2 row dots
 };
+constexpr int kBarWalk = 7; // the producer's 128 threads: thread 0 has picked the next item
 
 using Tq = Tile<kC, kD>; // 64 x 128: q, k, do, v_new, dv_new, v
 using Ts = Tile<kD, kD>; // 128 x 128: S0, dSL
 using Ta = Tile<kC, kC>; // 64 x 64: A, dA, t2, dQKs, Psym
 
-// A value head's per-row factors (G2 = G log2(e), gam = exp(G), el = exp(Gl - G), beta).
+struct Item {
+  int it, n, b, hk, t0, len; // it: the item's index, `items` past the last one
+};
+
+// A value head's per-row factors (G2 = G log2(e), gam = exp(G), el = exp(Gl - G), beta), and its
+// item: the consumers learn their next item from the fill of its first head (the producer picks
+// the items); one with it = items ends their walk.
 struct Scalars {
   float G2[kC], gam[kC], el[kC], beta[kC];
+  Item item;
 };
 
 struct alignas(1024) WsIntraSmem {
-  bf16 q[kC * kD], k[kC * kD]; // normalised, the item's (fill qk, with rq, rk)
+  bf16 q[kC * kD], k[kC * kD]; // normalised, the item's (copied in by the consumers)
   bf16 d_o[kC * kD];
-  bf16 nu[kC * kD];               // v_new, then dw (written by the consumers)
-  bf16 dnu[kC * kD];              // dv_new
+  bf16 nu[kC * kD];               // the item's q (staged), then per head v_new, then dw
+  bf16 dnu[kC * kD];              // the item's k (staged), then per head dv_new
   bf16 s0[kD * kD], dsl[kD * kD]; // dsl: dSL, then v (a 64 x 128 tile at its start): 2 fills
   bf16 a[kC * kC];                // A
   bf16 da[kC * kC];               // dA, per head; after the last head dQKs
@@ -108,18 +122,15 @@ struct alignas(1024) WsIntraSmem {
     } l2;
   } s;
   Scalars sc[2]; // by the head's parity (2 fills of their own)
-  float rq[kC], rk[kC];
+  Item walk[2];  // the producer's thread 0 hands each item to the other producer threads here
+  float rq[2][kC], rk[2][kC]; // the items' rstd, by the item's parity
   // the head's partial sums, by its parity, so that a head's tail (warps 2, 3) reads them while
   // the next head writes the other set
   Parts dG[2], dB[2], cl[2], cw[2];
   float s0dsl[2][kWarps];
-  Fill f_qk, f_do, f_s0, f_nu, f_dsl, f_dnu, f_a, f_sc[2];
+  Fill f_do, f_s0, f_nu, f_dsl, f_dnu, f_a, f_sc[2];
 };
 static_assert(sizeof(WsIntraSmem) + 1024 <= 227 * 1024);
-
-struct Item {
-  int it, n, b, hk, t0, len;
-};
 
 // A tile's cp.async pieces for producer thread id (of 128), as hopper::load_tile places them
 // (piece i = id + 128 k: row i / (COLS / 8), 16-byte chunk i % (COLS / 8)): the thread's first
@@ -355,27 +366,49 @@ __device__ __forceinline__ void set_col_dots(Acc<16, 32>& acc, int n0, Parts& pa
 
 __global__ void __launch_bounds__(kIntraThreads, 1)
     bwd_intra_ws_kernel(Geo geo, FwdInputs in, Workspace ws, Ref<const bf16> d_o, Ref<bf16> dq_out,
-                        Ref<bf16> dk_out, Ref<bf16> dv_out, Ref<bf16> db_out, Ref<float> dg_out) {
+                        Ref<bf16> dk_out, Ref<bf16> dv_out, Ref<bf16> db_out, Ref<float> dg_out,
+                        Pipeline pipe) {
 #if QR_GDN_WGMMA
   extern __shared__ char smem_raw[];
   WsIntraSmem& sm = hopper::aligned_smem<WsIntraSmem>(smem_raw);
   if (!stamp_ok(geo, ws))
     return;
   const int items = geo.NT * geo.B * geo.Hk;
-  auto item_from = [&](int it) {
-    for (; it < items; it += gridDim.x) {
-      const int n = it % geo.NT, bk = it / geo.NT, b = bk / geo.Hk;
-      const Chunk ch = chunk_at(geo, ws, b, n);
-      if (ch.len > 0) // else an unused varlen slot: no tokens, no gradients
-        return Item{it, n, b, bk - b * geo.Hk, ch.t0, ch.len};
-    }
-    return Item{items, 0, 0, 0, 0, 0};
+  // item it is chunk it % NT of (batch, key head) it / NT; an unused varlen slot (no tokens, no
+  // gradients) is no item
+  auto item_at = [&](int it) {
+    const int n = it % geo.NT, bk = it / geo.NT, b = bk / geo.Hk;
+    const Chunk ch = chunk_at(geo, ws, b, n);
+    return Item{ch.len > 0 ? it : -1, n, b, bk - b * geo.Hk, ch.t0, ch.len};
   };
-  if (item_from(blockIdx.x).it >= items)
-    return;
+  // The next item after `last` (none: the first), by the producer's thread 0. In the pipeline a
+  // ticket from the queue, whose order is the backward scan's (the last chunk first, every
+  // (batch, key head) of it), then a wait for the item's tiles; else every gridDim.x-th item.
+  auto next_item = [&](const Item* last) {
+    Item w{items, 0, 0, 0, 0, 0};
+    if (pipe.ready) {
+      const int bhk = geo.B * geo.Hk;
+      for (int t; (t = atomicAdd(pipe.ready + size_t(geo.B) * geo.Hv * geo.NT, 1)) < items;)
+        if ((w = item_at((geo.NT - 1 - t / bhk) + t % bhk * geo.NT)).it >= 0)
+          break;
+      if (w.it < 0)
+        w.it = items;
+      const int* at = pipe.ready + (size_t(w.b) * geo.Hv + w.hk * geo.group) * geo.NT + w.n;
+      for (int rr = 0; w.it < items && rr < geo.group; ++rr)
+        if (!wait_written(at + rr * geo.NT, pipe.expected, ws.status))
+          break; // flagged: the run fails (its tiles are read as they are)
+    } else {
+      for (int it = last ? last->it + gridDim.x : blockIdx.x; it < items; it += gridDim.x)
+        if ((w = item_at(it)).it >= 0)
+          break;
+      if (w.it < 0)
+        w.it = items;
+    }
+    return w;
+  };
   const int tid = threadIdx.x, warp = tid / 32, wg = warp / 4;
   if (tid == 0) {
-    Fill* fills[] = {&sm.f_qk,  &sm.f_do, &sm.f_s0,    &sm.f_nu,   &sm.f_dsl,
+    Fill* fills[] = {&sm.f_do,  &sm.f_s0, &sm.f_nu,    &sm.f_dsl,
                      &sm.f_dnu, &sm.f_a,  &sm.f_sc[0], &sm.f_sc[1]};
     for (Fill* f : fills) {
       f->full.init(kProducers);
@@ -404,8 +437,32 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     const Pieces<kD, kD> ps(id);
     const Pieces<kC, kC> pa(id);
     int eh = 0, ei = 0; // heads and items filled so far
-    for (Item w = item_from(blockIdx.x); w.it < items; w = item_from(w.it + gridDim.x), ++ei)
+    // thread 0 picks item ei and hands it to the others in walk[ei & 1], which it writes again
+    // only after every thread has passed the next item's barrier
+    auto pick = [&](const Item* last) {
+      if (id == 0)
+        sm.walk[ei & 1] = next_item(last);
+      bar_sync(kBarWalk, kProducers);
+      return sm.walk[ei & 1];
+    };
+    for (Item w = pick(nullptr); w.it < items; ++ei, w = pick(&w))
       for (int rr = 0; rr < geo.group; ++rr, ++eh) {
+        // fill eh + ei of the v_new and dv_new buffers: at an item's first head its q and k
+        // (and rstd), staged there once the last item's last head is done with them, so that
+        // they land during the last item's tail; then fill eh + ei + 1, the head's v_new, dv_new
+        if (rr == 0) {
+          const size_t krow = (size_t(w.b * geo.Hk + w.hk) * geo.NT + w.n) * kC;
+          claim(sm.f_nu, eh + ei);
+          pq.load(nu_t, ws.qn + krow * kD, kD, kC);
+          if (id < kC / 4) // 16-byte pieces
+            cp_async16(sm.rq[ei & 1] + 4 * id, ws.rq + krow + 4 * id, true);
+          commit_async(sm.f_nu);
+          claim(sm.f_dnu, eh + ei);
+          pq.load(dnu_t, ws.kn + krow * kD, kD, kC);
+          if (id < kC / 4)
+            cp_async16(sm.rk[ei & 1] + 4 * id, ws.rk + krow + 4 * id, true);
+          commit_async(sm.f_dnu);
+        }
         const int h = head_of(w, rr), bh = w.b * geo.Hv + h;
         const size_t vr = vrow(geo, bh, w.n), st = (size_t(bh) * geo.NT + w.n) * kD * kD;
         { // the head's per-row factors first (the consumers' first wait of a head), loaded
@@ -425,6 +482,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
             s.el[id] = __expf(gl - g);
             s.beta[id] = bt;
           }
+          if (id == 0)
+            s.item = w;
           f.full.arrive();
         }
         claim(sm.f_do, eh);
@@ -433,35 +492,33 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         claim(sm.f_s0, eh);
         ps.load(s0_t, ws.h + st, kD, kD);
         commit_async(sm.f_s0);
-        claim(sm.f_nu, eh);
+        claim(sm.f_nu, eh + ei + 1);
         pq.load(nu_t, ws.nu + vr * kD, kD, kC);
         commit_async(sm.f_nu);
         claim(sm.f_dsl, 2 * eh);
         ps.load(dsl_t, ws.dh + st, kD, kD);
         commit_async(sm.f_dsl);
-        claim(sm.f_dnu, eh);
+        claim(sm.f_dnu, eh + ei + 1);
         pq.load(dnu_t, ws.dnu + vr * kD, kD, kC);
         commit_async(sm.f_dnu);
         claim(sm.f_a, eh);
         pa.load(a_t, ws.a + vr * kC, kC, kC);
         commit_async(sm.f_a);
-        if (rr == 0) { // the item's q, k and rstd, once the last item's tail is done with them
-          const size_t krow = (size_t(w.b * geo.Hk + w.hk) * geo.NT + w.n) * kC;
-          claim(sm.f_qk, ei);
-          pq.load(q_t, ws.qn + krow * kD, kD, kC);
-          pq.load(k_t, ws.kn + krow * kD, kD, kC);
-          if (id < kC / 2) { // 16-byte pieces: 16 threads each
-            const bool second = id >= kC / 4;
-            const int at = 4 * (id % (kC / 4));
-            cp_async16((second ? sm.rk : sm.rq) + at, (second ? ws.rk : ws.rq) + krow + at, true);
-          }
-          commit_async(sm.f_qk);
-        }
         claim(sm.f_dsl, 2 * eh + 1); // v, once dSL is read
         pq.load(v_t, in.v.at(w.b, w.t0, h), in.v.st, w.len);
         commit_async(sm.f_dsl);
       }
+    { // the walk's end, in the next head's fill
+      Fill& f = sm.f_sc[eh & 1];
+      claim(f, eh >> 1);
+      if (id == 0)
+        sm.sc[eh & 1].item.it = items;
+      f.full.arrive();
+    }
     asm volatile("cp.async.wait_all;\n" ::: "memory"); // nothing in flight at the exit
+    // in the pipeline, the grid ends after bwd_scan's (its dh0 stores follow its last count), so
+    // that what the stream runs next sees them
+    wait_primary();
     return;
   }
 
@@ -486,12 +543,27 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
 
   Acc<16, 64> dq, dk, X;
   int eh = 0, ei = 0; // heads and items consumed so far, as the producer counts them
-  for (Item cur = item_from(blockIdx.x); cur.it < items;
-       cur = item_from(cur.it + gridDim.x), ++ei) {
+  for (;; ++ei) {
+    landed(sm.f_sc[eh & 1], eh >> 1); // the item's first head's factors, and the item
+    const Item cur = sm.sc[eh & 1].item;
+    if (cur.it >= items)
+      break;
     const int b = cur.b, hk = cur.hk, t0 = cur.t0, L = cur.len;
     if (ei > 0)
-      sync(kBarItem); // the last item's l2 row dots (in the sums' place) are read
-    landed(sm.f_qk, ei);
+      sync(kBarItem); // the last item's tail is done with q, k and the l2 row dots
+    { // q and k into place from their staging (the same tile layout), which is then free
+      landed(sm.f_nu, eh + ei);
+      landed(sm.f_dnu, eh + ei);
+      static_assert(kC * kD / 8 % kConsumers == 0);
+#pragma unroll
+      for (int i = tid; i < kC * kD / 8; i += kConsumers) {
+        reinterpret_cast<uint4*>(sm.q)[i] = reinterpret_cast<const uint4*>(sm.nu)[i];
+        reinterpret_cast<uint4*>(sm.k)[i] = reinterpret_cast<const uint4*>(sm.dnu)[i];
+      }
+      release(sm.f_nu);
+      release(sm.f_dnu);
+      publish(kBarItem);
+    }
     { // raw Q K^T and K K^T, once per item; the sums start at zero
       Acc<16, 32> a1, a2;
       product<Lay::MK, Lay::NK, kD, true>(
@@ -528,7 +600,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       row_dots(X, frag_of(q_t), s, f);
       put_rows<true>(dG, rs, s);
       add_scaled(dq, X, f);
-      landed(sm.f_nu, eh);
+      landed(sm.f_nu, eh + ei + 1);
       landed(sm.f_dsl, 2 * eh);
       // dk += El .* (nu dSL^T), the row dots with k to cl; beside it dQK = do nu^T
       product<Lay::MK, Lay::NK, kD, true>(
@@ -593,7 +665,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         add_row_sums(a, m0, nn, dG, rs, [](int, int, float x) { return x; });
         add_col_sums<true>(a, m0, nn, dG, cs, [](int, int, float x) { return -x; });
       }
-      landed(sm.f_dnu, eh);
+      landed(sm.f_dnu, eh + ei + 1);
       landed(sm.f_a, eh);
       // dw = -dnu S0^T, into the v_new buffer; beside it dv = beta .* (A^T dnu)
       product<Lay::MK, Lay::NK, kD, true>(
@@ -802,10 +874,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
           }
         }
       };
-      l2_bwd(dq, frag_of(q_t), sm.s.l2.dotq, sm.rq);
-      l2_bwd(dk, frag_of(k_t), sm.s.l2.dotk, sm.rk);
+      l2_bwd(dq, frag_of(q_t), sm.s.l2.dotq, sm.rq[ei & 1]);
+      l2_bwd(dk, frag_of(k_t), sm.s.l2.dotk, sm.rk[ei & 1]);
     }
-    release(sm.f_qk); // q, k and the rstd are read
     store_acc_bf16(dq, dq_out.at(b, t0 + m0, hk) + n0, dq_out.st, L - m0);
     store_acc_bf16(dk, dk_out.at(b, t0 + m0, hk) + n0, dk_out.st, L - m0);
   }
@@ -815,7 +886,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
 } // namespace
 
 std::string launch_bwd_intra_ws(const Geo& geo, const FwdInputs& in, const Workspace& ws,
-                                Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st) {
+                                Ref<const bf16> d_o, const BwdArgs& out, Pipeline pipe,
+                                cudaStream_t st) {
   const int smem = sizeof(WsIntraSmem) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(
       cudaFuncSetAttribute(bwd_intra_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -823,10 +895,11 @@ std::string launch_bwd_intra_ws(const Geo& geo, const FwdInputs& in, const Works
   QR_CUDA_TRY(cudaGetDevice(&dev));
   QR_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const int items = geo.NT * geo.B * geo.Hk; // persistent: one CTA per SM walks them
-  bwd_intra_ws_kernel<<<std::min(items, sms), kIntraThreads, smem, st>>>(
-      geo, in, ws, d_o, ref<bf16>(out.dq), ref<bf16>(out.dk), ref<bf16>(out.dv),
-      ref<bf16>(out.dbeta), ref<float>(out.dg));
-  QR_CUDA_TRY(cudaGetLastError());
+  // in the pipeline, bwd_scan's dependent: its CTAs take the SMs the scans leave
+  QR_CUDA_TRY(launch_maybe_dependent(
+      pipe.ready != nullptr, bwd_intra_ws_kernel, dim3(std::min(items, sms)), dim3(kIntraThreads),
+      smem, st, geo, in, ws, d_o, ref<bf16>(out.dq), ref<bf16>(out.dk), ref<bf16>(out.dv),
+      ref<bf16>(out.dbeta), ref<float>(out.dg), pipe));
   return {};
 }
 

@@ -20,7 +20,8 @@
 //                          do_s, kept fp32 (in the fragment order the state warpgroup reads it
 //                          in), so dv_new is rounded once as in bwd_scan; it copies dSb_s to ws.dh
 //                          and Dnu_s to ws.dnu in coalesced 16-byte pieces (fused_scan.cu says
-//                          why), forming the next chunk's Ms and Qs between the two copies.
+//                          why), forming the next chunk's Ms and Qs between the two copies; in the
+//                          backward's pipeline (fused.cuh, Pipeline) it then counts the chunk in.
 //
 // Hand-offs between a state warpgroup s and the side warpgroup are named-barrier pairs of 256
 // threads (4 per slice), each generation of one held back by its partner, so that neither side
@@ -76,9 +77,11 @@ enum HandOff { kTq, kDsb, kDsbFree, kDnu };
 template <int NS, bool kSeg>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
     bwd_scan_hopper_kernel(Geo geo, Workspace ws, Ref<const bf16> beta, Ref<const bf16> d_o,
-                           const float* dht, float* dh0, const float* entering) {
+                           const float* dht, float* dh0, const float* entering, int* ready) {
 #if QR_GDN_WGMMA
   constexpr int BV = 64 * NS;
+  if constexpr (!kSeg) // bwd_intra, its dependent in the backward's pipeline, may start beside it
+    launch_dependents();
   extern __shared__ char smem_raw[];
   HopperBwdSmem<NS>& sm = hopper::aligned_smem<HopperBwdSmem<NS>>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
@@ -312,6 +315,12 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         hopper::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
                                 ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
     }
+    if (ready && ((i + 1) % kCountBatch == 0 || !more)) { // count chunks n .. n + done - 1
+      bar_sync(bar_group(NS), kGroup);
+      const int done = i % kCountBatch + 1;
+      if (tid < done)
+        count_written(ready + size_t(bh) * geo.NT + n + tid);
+    }
   }
 #endif
 }
@@ -319,14 +328,14 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 template <int NS, bool kSeg>
 std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<const bf16> beta,
                       Ref<const bf16> d_o, const float* dht, float* dh0, const float* entering,
-                      cudaStream_t st) {
+                      int* ready, bool dependent, cudaStream_t st) {
   const auto kernel = bwd_scan_hopper_kernel<NS, kSeg>;
   const size_t smem = sizeof(HopperBwdSmem<NS>) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int x = kSeg ? 2 : kD / sg.bv;
-  kernel<<<dim3(x, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(geo, ws, beta, d_o, dht,
-                                                                           dh0, entering);
-  QR_CUDA_TRY(cudaGetLastError());
+  QR_CUDA_TRY(launch_maybe_dependent(dependent, kernel, dim3(x, geo.B * geo.Hv, sg.groups),
+                                     dim3(128 * (NS + 2)), smem, st, geo, ws, beta, d_o, dht, dh0,
+                                     entering, ready));
   return {};
 }
 
@@ -334,15 +343,18 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<cons
 
 std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
-                                   float* dh0, const float* entering, cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st)
-                      : launch_ns<1, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering, st);
+                                   float* dh0, const float* entering, Pipeline pipe, bool dependent,
+                                   cudaStream_t st) {
+  return sg.bv == 128 ? launch_ns<2, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering,
+                                            pipe.ready, dependent, st)
+                      : launch_ns<1, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering,
+                                            pipe.ready, dependent, st);
 }
 
 std::string launch_seg_bwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                   const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
                                   cudaStream_t st) {
-  return launch_ns<2, true>(geo, sg, ws, in.beta, d_o, dht, nullptr, nullptr, st);
+  return launch_ns<2, true>(geo, sg, ws, in.beta, d_o, dht, nullptr, nullptr, nullptr, false, st);
 }
 
 } // namespace qr::gdn::fused

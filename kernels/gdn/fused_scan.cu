@@ -464,13 +464,15 @@ std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, co
 }
 
 std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                             const float* h0, bool states_saved, cudaStream_t st) {
+                             const float* h0, bool states_saved, Pipeline pipe, cudaStream_t st) {
   if (sg.split && !states_saved)
     if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
   if (sg.hopper & kHopperSave)
-    return launch_save_scan_hopper(geo, sg, ws, in, h0, entering, st);
+    return launch_save_scan_hopper(geo, sg, ws, in, h0, entering, pipe, st);
+  if (pipe.ready)
+    return "fused: the backward's pipeline needs save_scan's Hopper kernel";
   return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
                                ws, in, h0, entering)
                       : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st,
@@ -478,13 +480,17 @@ std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, c
 }
 
 std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                            Ref<const bf16> d_o, const float* dht, float* dh0, cudaStream_t st) {
+                            Ref<const bf16> d_o, const float* dht, float* dh0, Pipeline pipe,
+                            cudaStream_t st) {
   if (sg.split)
     if (std::string e = launch_split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
       return e;
   const float* entering = sg.split ? ws.seg_in : nullptr;
-  if (sg.hopper & kHopperBwd)
-    return launch_bwd_scan_hopper(geo, sg, ws, in, d_o, dht, dh0, entering, st);
+  if (sg.hopper & kHopperBwd) // save_scan's dependent unless the split's passes came between
+    return launch_bwd_scan_hopper(geo, sg, ws, in, d_o, dht, dh0, entering, pipe,
+                                  pipe.ready && !sg.split, st);
+  if (pipe.ready)
+    return "fused: the backward's pipeline needs bwd_scan's Hopper kernel";
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
                                in.beta, d_o, dht, dh0, entering)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,

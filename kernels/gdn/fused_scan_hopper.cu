@@ -19,7 +19,8 @@
 //                          diag(exp(G)) Q Sb_s + Ms Vn_s; each warp stages its 16 rows of o in
 //                          ot and stores them to global in 16-byte pieces.
 //   store warpgroup        save_scan, in the output's place: Sb_s (h_n) and Vn_s (v_new) to the
-//                          workspace in coalesced 16-byte pieces; no q tile, no Ms.
+//                          workspace in coalesced 16-byte pieces; no q tile, no Ms. In the
+//                          backward's pipeline (fused.cuh, Pipeline) it then counts the chunk in.
 //   seg_fwd                the state warpgroups alone, two CTAs per segment (NS = 2): one walks
 //                          E (the end state from zero; V as read), the other T (the transition,
 //                          from the identity; V = 0), from the segment's last sequence start
@@ -76,9 +77,11 @@ enum class Scan { fwd, save, seg };
 template <int NS, Scan kMode>
 __global__ void __launch_bounds__(128 * (NS + 2), 1)
     scan_hopper_kernel(Geo geo, Workspace ws, FwdInputs in, const float* h0, Ref<bf16> o, float* ht,
-                       const float* entering) {
+                       const float* entering, int* ready) {
 #if QR_GDN_WGMMA
   constexpr bool kSave = kMode == Scan::save, kSeg = kMode == Scan::seg;
+  if constexpr (kSave) // bwd_scan, its dependent in the backward's pipeline, may start beside it
+    launch_dependents();
   constexpr int BV = 64 * NS;
   extern __shared__ char smem_raw[];
   HopperFwdSmem<NS>& sm = hopper::aligned_smem<HopperFwdSmem<NS>>(smem_raw);
@@ -263,6 +266,12 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         if (more)
           bar_arrive(bar_id(sl, kVnFree), kPair);
       }
+      if (ready && ((i + 1) % kCountBatch == 0 || !more)) { // count chunks n - done + 1 .. n
+        bar_sync(bar_group(NS), kGroup);
+        const int done = i % kCountBatch + 1;
+        if (id < done)
+          count_written(ready + size_t(bh) * geo.NT + n - id);
+      }
     }
     return;
   } else { // output warpgroup
@@ -340,14 +349,14 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 
 template <int NS, Scan kMode>
 std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                      const float* h0, Ref<bf16> o, float* ht, const float* entering,
+                      const float* h0, Ref<bf16> o, float* ht, const float* entering, int* ready,
                       cudaStream_t st) {
   const auto kernel = scan_hopper_kernel<NS, kMode>;
   const size_t smem = sizeof(HopperFwdSmem<NS>) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int x = kMode == Scan::seg ? 2 : kD / sg.bv;
   kernel<<<dim3(x, geo.B * geo.Hv, sg.groups), 128 * (NS + 2), smem, st>>>(geo, ws, in, h0, o, ht,
-                                                                           entering);
+                                                                           entering, ready);
   QR_CUDA_TRY(cudaGetLastError());
   return {};
 }
@@ -357,20 +366,21 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const Fw
 std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                    const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
                                    const float* entering, cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, st)
-                      : launch_ns<1, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, st);
+  return sg.bv == 128 ? launch_ns<2, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, nullptr, st)
+                      : launch_ns<1, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, nullptr, st);
 }
 
 std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                     const FwdInputs& in, const float* h0, const float* entering,
-                                    cudaStream_t st) {
-  return sg.bv == 128 ? launch_ns<2, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, st)
-                      : launch_ns<1, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, st);
+                                    Pipeline pipe, cudaStream_t st) {
+  return sg.bv == 128
+             ? launch_ns<2, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, pipe.ready, st)
+             : launch_ns<1, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, pipe.ready, st);
 }
 
 std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
                                   const FwdInputs& in, const float* h0, cudaStream_t st) {
-  return launch_ns<2, Scan::seg>(geo, sg, ws, in, h0, {}, nullptr, nullptr, st);
+  return launch_ns<2, Scan::seg>(geo, sg, ws, in, h0, {}, nullptr, nullptr, nullptr, st);
 }
 
 } // namespace qr::gdn::fused

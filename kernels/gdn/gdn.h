@@ -23,6 +23,8 @@
 // g <= 0 for `fused` (its chunked algebra forms exp(G_i - G_j) and exp(Gl - G_i), which must stay
 // <= 1); cu_seqlens as above; a saved context from a training forward of the same shape and
 // options. A backward given a context follows the boundaries of the forward that wrote it.
+// input_error also reports one internal fault: `fused`'s backward pipeline on sm_90 waiting
+// seconds for a scan (a bug, reported rather than hanging the GPU).
 #pragma once
 
 #include <cstddef>

@@ -48,8 +48,9 @@ size_t fused_workspace_bytes(const Shape& s, Pass p) {
       (bwd ? fused_context_bytes(s) - (split ? rounded(z * vh * d * d * 4) : 0)
            : rounded(12 * 4) + (s.varlen() ? rounded(nt * 8) : 0) + 2 * rounded(kh * tp * d * 2) +
                  rounded(vh * tp * 4) + rounded(vh * tp * 64 * 2));
-  if (bwd)
-    bytes += 2 * rounded(vh * nt * d * d * 2) + 2 * rounded(vh * tp * d * 2);
+  if (bwd) // h, dh, v_new, dv_new; the pipeline's per-chunk counts and its queue's ticket
+    bytes += 2 * rounded(vh * nt * d * d * 2) + 2 * rounded(vh * tp * d * 2) +
+             rounded((vh * nt + 1) * 4);
   if (split) // end states, transitions, (bwd) the gradients leaving, the entering states
     bytes += (bwd ? 4 : 3) * rounded(z * vh * d * d * 4);
   return bytes;
