@@ -272,67 +272,100 @@ __device__ __forceinline__ void mma_f32x3(float (&d)[4], const float* A, int lda
   }
 }
 
+// W warps of a CTA, from warp warp0 on, that solve one inverse together, synchronising on named
+// barrier `bar` alone: 0 with W the whole CTA (__syncthreads' barrier), else 1 or 2. The ids are
+// immediates so that ptxas reserves three barriers, not all sixteen.
+template <int W>
+struct Team {
+  int warp0 = 0, bar = 0;
+  __device__ __forceinline__ int warp() const { return int(threadIdx.x) / 32 - warp0; }
+  __device__ __forceinline__ int tid() const { return int(threadIdx.x) - 32 * warp0; }
+  __device__ __forceinline__ void sync() const {
+    if (bar == 0)
+      asm volatile("bar.sync 0, %0;\n" ::"n"(32 * W) : "memory");
+    else if (bar == 1)
+      asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory");
+    else
+      asm volatile("bar.sync 2, %0;\n" ::"n"(32 * W) : "memory");
+  }
+};
+
 // One doubling step of invert_unit_lower: for the off-diagonal blocks of size H at rows
 // [o + H, o + 2H), cols [o, o + H), block = -Y^-1 (L21 X^-1) with X^-1, Y^-1 already in Ainv.
-// Both H x H x H products run on the tensor cores (mma_f32x3), one 16 x 8 output tile per warp:
-// 4 tiles at H = 16 (two blocks), 8 at H = 32. The scalar form of this step read two shared-memory
-// words per multiply-add and was the prep kernels' bottleneck.
-template <int H>
+// Both H x H x H products run on the tensor cores (mma_f32x3), in 16 x 8 output tiles spread over
+// the team's warps: 4 tiles at H = 16 (two blocks), 8 at H = 32. The scalar form of this step
+// read two shared-memory words per multiply-add and was the prep kernels' bottleneck. Block b's
+// L21 X^-1 goes to rows H b .. of tmp (row stride ldt).
+template <int H, int W>
 __device__ __forceinline__ void invert_step(const float* Lf, const float* lscale, float* Ainv,
-                                            float* tmp) {
-  constexpr int kBlocks = kC / (2 * H), kPer = H * H, kTiles = (H / 16) * (H / 8);
-  static_assert(kBlocks * kTiles <= kThreads / 32, "one output tile per warp");
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
-  const int b = warp / kTiles, tr = 16 * ((warp % kTiles) / (H / 8)), tc = 8 * (warp % (H / 8));
-  const int o = 2 * H * b;
-  const bool active = b < kBlocks;
-  __syncthreads();
-  if (active) { // tmp = diag(lscale) L21 X^-1
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
-    mma_f32x3<H>(d, Lf + (o + H + tr) * kLdF + o, kLdF, Ainv + o * kLdF + o + tc, kLdF);
+                                            float* tmp, int ldt, Team<W> team) {
+  constexpr int kTiles = (H / 16) * (H / 8), kAll = kC / (2 * H) * kTiles;
+  constexpr int kRounds = (kAll + W - 1) / W;
+  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  team.sync();
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = tr + g + 8 * (e / 2), j = tc + 2 * t + e % 2;
-      tmp[b * kPer + i * H + j] = lscale[o + H + i] * d[e];
+  for (int r = 0; r < kRounds; ++r) { // tmp = diag(lscale) L21 X^-1
+    const int u = team.warp() + W * r, b = u / kTiles, o = 2 * H * b;
+    const int tr = 16 * ((u % kTiles) / (H / 8)), tc = 8 * (u % (H / 8));
+    if (u < kAll) {
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      mma_f32x3<H>(d, Lf + (o + H + tr) * kLdF + o, kLdF, Ainv + o * kLdF + o + tc, kLdF);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = tr + g + 8 * (e / 2), j = tc + 2 * t + e % 2;
+        tmp[(H * b + i) * ldt + j] = lscale[o + H + i] * d[e];
+      }
     }
   }
-  __syncthreads();
-  if (active) { // block = -Y^-1 tmp
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
-    mma_f32x3<H>(d, Ainv + (o + H + tr) * kLdF + o + H, kLdF, tmp + b * kPer + tc, H);
+  team.sync();
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = tr + g + 8 * (e / 2), j = tc + 2 * t + e % 2;
-      Ainv[(o + H + i) * kLdF + o + j] = -d[e];
+  for (int r = 0; r < kRounds; ++r) { // block = -Y^-1 tmp
+    const int u = team.warp() + W * r, b = u / kTiles, o = 2 * H * b;
+    const int tr = 16 * ((u % kTiles) / (H / 8)), tc = 8 * (u % (H / 8));
+    if (u < kAll) {
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      mma_f32x3<H>(d, Ainv + (o + H + tr) * kLdF + o + H, kLdF, tmp + H * b * ldt + tc, ldt);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = tr + g + 8 * (e / 2), j = tc + 2 * t + e % 2;
+        Ainv[(o + H + i) * kLdF + o + j] = -d[e];
+      }
     }
   }
 }
 
 // Ainv = (I + L)^-1 for a strictly lower 64 x 64 L given as L(i, j) = lscale[i] * Lf[i][j] (fp32,
-// row stride kLdF, zero on and above the diagonal). Ainv (stride kLdF) must be zero on entry.
-// Diagonal 16 x 16 blocks by forward substitution (one thread per column), then two doubling
-// steps with [[X, 0], [L21, Y]]^-1 = [[X^-1, 0], [-Y^-1 L21 X^-1, Y^-1]]. `tmp` holds 1024 fp32.
-// Starts and ends with __syncthreads.
+// row stride kLdF; only entries below the diagonal are read) by the team's warps. Ainv (stride
+// kLdF): every entry on or below the diagonal 16 x 16 blocks is written; the blocks above them
+// must be zero on entry (a buffer that only ever holds such inverses stays so). Diagonal 16 x 16
+// blocks by forward substitution (one thread per column, written after the loop so that the loads
+// need not wait behind stores that might alias them), then two doubling steps with [[X, 0], [L21,
+// Y]]^-1 = [[X^-1, 0], [-Y^-1 L21 X^-1, Y^-1]]. `tmp` is 32 x 32 fp32 scratch, row stride ldt (it
+// may be the part of Lf above the diagonal, columns 32 .. 63 of rows 0 .. 31). Starts and ends with
+// the team's barrier.
+template <int W = kThreads / 32>
 __device__ __forceinline__ void invert_unit_lower(const float* Lf, const float* lscale, float* Ainv,
-                                                  float* tmp) {
-  __syncthreads();
-  const int tid = threadIdx.x;
+                                                  float* tmp, int ldt = 32, Team<W> team = {}) {
+  team.sync();
+  const int tid = team.tid();
   if (tid < kC) {
     const int blk = tid / 16, c = tid % 16, r0 = 16 * blk;
     float x[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      float s = 0.f;
+      float s0 = 0.f, s1 = 0.f; // two chains: the even and the odd columns
 #pragma unroll
       for (int j = 0; j < i; ++j)
-        s += Lf[(r0 + i) * kLdF + r0 + j] * x[j];
-      x[i] = i < c ? 0.f : (i == c ? 1.f : 0.f) - lscale[r0 + i] * s;
-      Ainv[(r0 + i) * kLdF + r0 + c] = x[i];
+        (j % 2 ? s1 : s0) += Lf[(r0 + i) * kLdF + r0 + j] * x[j];
+      x[i] = i < c ? 0.f : (i == c ? 1.f : 0.f) - lscale[r0 + i] * (s0 + s1);
     }
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      Ainv[(r0 + i) * kLdF + r0 + c] = x[i];
   }
-  invert_step<16>(Lf, lscale, Ainv, tmp);
-  invert_step<32>(Lf, lscale, Ainv, tmp);
-  __syncthreads();
+  invert_step<16>(Lf, lscale, Ainv, tmp, ldt, team);
+  invert_step<32>(Lf, lscale, Ainv, tmp, ldt, team);
+  team.sync();
 }
 
 } // namespace qr::gdn::chunked
