@@ -29,7 +29,7 @@ using chunked::invert_unit_lower;
 using chunked::normalize_rows;
 using chunked::warp_cumsum64;
 
-// 69 KB and 512 bytes per value head (G, beta): q and k are dead once qn and kn are out, so their
+// 68.5 KB and 512 bytes per value head (G, beta): q and k are dead once qn and kn are out, so their
 // buffers hold the teams' fp32 inverses, and the solve's scratch lies above the diagonal of the
 // team's L.
 struct PrepSmem {
