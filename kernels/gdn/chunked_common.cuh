@@ -302,11 +302,18 @@ __device__ __forceinline__ void invert_step(const float* Lf, const float* lscale
   constexpr int kTiles = (H / 16) * (H / 8), kAll = kC / (2 * H) * kTiles;
   constexpr int kRounds = (kAll + W - 1) / W;
   const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  // round r's output tile of this warp: tile u, of block b (at offset o), rows tr .., columns tc ..
+  struct TileAt {
+    int u, b, o, tr, tc;
+  };
+  auto tile_at = [&](int r) {
+    const int u = team.warp() + W * r, b = u / kTiles;
+    return TileAt{u, b, 2 * H * b, 16 * ((u % kTiles) / (H / 8)), 8 * (u % (H / 8))};
+  };
   team.sync();
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) { // tmp = diag(lscale) L21 X^-1
-    const int u = team.warp() + W * r, b = u / kTiles, o = 2 * H * b;
-    const int tr = 16 * ((u % kTiles) / (H / 8)), tc = 8 * (u % (H / 8));
+    const auto [u, b, o, tr, tc] = tile_at(r);
     if (u < kAll) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       mma_f32x3<H>(d, Lf + (o + H + tr) * kLdF + o, kLdF, Ainv + o * kLdF + o + tc, kLdF);
@@ -320,8 +327,7 @@ __device__ __forceinline__ void invert_step(const float* Lf, const float* lscale
   team.sync();
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) { // block = -Y^-1 tmp
-    const int u = team.warp() + W * r, b = u / kTiles, o = 2 * H * b;
-    const int tr = 16 * ((u % kTiles) / (H / 8)), tc = 8 * (u % (H / 8));
+    const auto [u, b, o, tr, tc] = tile_at(r);
     if (u < kAll) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       mma_f32x3<H>(d, Ainv + (o + H + tr) * kLdF + o + H, kLdF, tmp + H * b * ldt + tc, ldt);
