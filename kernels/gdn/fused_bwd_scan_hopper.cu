@@ -315,8 +315,12 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         hopper::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
                                 ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
     }
-    if (ready)
-      count_batch<-1, NS>(ready, size_t(bh) * geo.NT, n, i, more, tid);
+    if (ready && ((i + 1) % kCountBatch == 0 || !more)) { // count chunks n .. n + done - 1
+      bar_sync(bar_group(NS), kGroup);
+      const int done = i % kCountBatch + 1;
+      if (tid < done)
+        count_written(ready + size_t(bh) * geo.NT + n + tid);
+    }
   }
 #endif
 }

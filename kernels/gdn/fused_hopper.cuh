@@ -85,22 +85,6 @@ __device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
     hopper::mma_wait(P[0]);
 }
 
-// The backward's pipeline counts a scan's chunks in by batches: after step i of a walk that
-// reaches chunk n at step i (kDir +1 forward, -1 backward; `more`: steps follow), every
-// kCountBatch steps and at the walk's end, the warpgroup's barrier (its stores are issued), then
-// thread id < done counts in the batch's chunk n - kDir id. The (batch, value head)'s counts are
-// at ready + row.
-template <int kDir, int NS>
-__device__ __forceinline__ void count_batch(int* ready, size_t row, int n, int i, bool more,
-                                            int id) {
-  if ((i + 1) % kCountBatch == 0 || !more) {
-    hopper::bar_sync(bar_group(NS), kGroup);
-    const int done = i % kCountBatch + 1;
-    if (id < done)
-      count_written(ready + row + n - kDir * id);
-  }
-}
-
 // What the producer loads: the raw q (or not), and the value-side tile from x (v or do), zero
 // instead when zero_x (the split's transition walks V = 0).
 struct Loads {

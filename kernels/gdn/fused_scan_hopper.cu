@@ -266,8 +266,12 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         if (more)
           bar_arrive(bar_id(sl, kVnFree), kPair);
       }
-      if (ready)
-        count_batch<+1, NS>(ready, size_t(bh) * geo.NT, n, i, more, id);
+      if (ready && ((i + 1) % kCountBatch == 0 || !more)) { // count chunks n - done + 1 .. n
+        bar_sync(bar_group(NS), kGroup);
+        const int done = i % kCountBatch + 1;
+        if (id < done)
+          count_written(ready + size_t(bh) * geo.NT + n - id);
+      }
     }
     return;
   } else { // output warpgroup
