@@ -227,10 +227,10 @@ __device__ __forceinline__ void add_col_sums(Acc<WM, WN>& acc, int m0, int n0, P
     }
 }
 
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
+// x = head + tail exactly: head is x truncated to tf32, tail the rest (at most 13 bits wide).
+__device__ __forceinline__ void split_tf32(float x, uint32_t& head, uint32_t& tail) {
+  head = __float_as_uint(x) & 0xffffe000u;
+  tail = __float_as_uint(x - __uint_as_float(head));
 }
 
 __device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const uint32_t (&a)[4],
@@ -242,8 +242,11 @@ __device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const uint32_t (&a)
 }
 
 // d += A B for one warp's 16 x 8 tile, A (16 x K) and B (K x 8) fp32 in shared memory (row
-// strides lda, ldb), to about fp32 accuracy: each operand is split into a tf32 head and a tf32
-// tail and three products are summed (head * head, head * tail, tail * head). Fragments of
+// strides lda, ldb), to about fp32 accuracy: each operand is split into a tf32 head and a tail
+// and three products are summed (head * head, head * tail, tail * head). The head is x with its
+// low 13 bits cleared, so the tail x - head is exact and goes to the mma as it is (the tensor
+// cores read tf32's 19 bits of it): two integer/float ops per operand instead of two cvt.rna and
+// a subtraction, with the head*tail terms still below fp32's rounding of the sum. Fragments of
 // mma.m16n8k8.tf32: A (row g | g + 8, column t | t + 4), B (row t | t + 4, column g), with
 // g = lane / 4 and t = lane % 4; d as in Acc.
 template <int K>
@@ -257,15 +260,11 @@ __device__ __forceinline__ void mma_f32x3(float (&d)[4], const float* A, int lda
     const float b[2] = {B[(k0 + t) * ldb + g], B[(k0 + t + 4) * ldb + g]};
     uint32_t ah[4], al[4], bh[2], bl[2];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      ah[i] = to_tf32(a[i]);
-      al[i] = to_tf32(a[i] - __uint_as_float(ah[i]));
-    }
+    for (int i = 0; i < 4; ++i)
+      split_tf32(a[i], ah[i], al[i]);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      bh[i] = to_tf32(b[i]);
-      bl[i] = to_tf32(b[i] - __uint_as_float(bh[i]));
-    }
+    for (int i = 0; i < 2; ++i)
+      split_tf32(b[i], bh[i], bl[i]);
     mma_tf32_1688(d, al, bh);
     mma_tf32_1688(d, ah, bl);
     mma_tf32_1688(d, ah, bh);
