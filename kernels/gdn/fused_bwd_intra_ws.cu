@@ -185,57 +185,72 @@ __device__ __forceinline__ void fence_acc(Acc<16, N>& acc) {
     asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// Operand addresses: row r0 (a multiple of 8) of a K-major operand at k-step k0, or k-step k0 of
-// an MN-major one at column c0.
+// A product's operand: the address of its k-step 0 in tile T, K-major (rows r0 .. of the tile,
+// r0 a multiple of 8) or MN-major (columns c0 ..). Since a row's swizzle depends on r % 8 only,
+// k-step k0 lies step(k0) elements further on in either case, a constant: so each k-step's
+// descriptor is the first one plus an immediate.
+template <class T, bool kKMajor>
+struct Operand {
+  const bf16* p;
+  static constexpr int step(int k0) { return kKMajor ? T::at(0, k0) : T::at(k0, 0); }
+};
 template <int R, int C>
-__device__ __forceinline__ const bf16* kmaj(Tile<R, C> t, int r0, int k0) {
-  return t.p + Tile<R, C>::at(r0, k0);
+__device__ __forceinline__ Operand<Tile<R, C>, true> kmaj(Tile<R, C> t, int r0) {
+  return {t.p + r0 * 64};
 }
 template <int R, int C>
-__device__ __forceinline__ const bf16* mnmaj(Tile<R, C> t, int k0, int c0) {
-  return t.p + Tile<R, C>::at(k0, c0);
+__device__ __forceinline__ Operand<Tile<R, C>, false> mnmaj(Tile<R, C> t, int c0) {
+  return {t.p + Tile<R, C>::at(0, c0)};
 }
 
-// The descriptor of the tile at p, from an address the compiler cannot see through, so that it
-// forms each product's descriptors where the product is issued instead of keeping every one of
-// them in registers across the item loop.
-__device__ __forceinline__ uint64_t desc_here(const bf16* p) {
+// wgmma::desc_lo from an address the compiler cannot see through, so that it forms each product's
+// descriptors where the product is issued instead of keeping every one of them in registers
+// across the item loop.
+__device__ __forceinline__ uint32_t desc_lo_here(const bf16* p) {
   uint32_t a = smem_addr(p);
   asm volatile("mov.b32 %0, %0;\n" : "+r"(a));
-  return uint64_t(a >> 4 & 0x3fff) | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
+  return a >> 4 & 0x3fff;
 }
 
-// acc += A B for the warpgroup, one committed group of K / 16 k-steps: a(k0) / b(k0) give the
-// operands' first element at k-step k0 (LA, LB as in common.cuh: MK / NK K-major, KM / KN
-// MN-major), N = 64 or 32 columns; kFresh: acc = A B (its old value unread). A k-step's descriptor
-// is the first one plus the step's offset in 16-byte units (the address field cannot carry: shared
-// memory ends below 256 KB).
-template <Lay LA, Lay LB, int K, bool kFresh, int N, class AAt, class BAt>
-__device__ __forceinline__ void product(Acc<16, N>& acc, AAt a, BAt b) {
+// acc += A B for the warpgroup, one committed group of K / 16 k-steps: a and b give the operands
+// (Operand: A K-major is MK, MN-major KM; B K-major NK, MN-major KN, as in common.cuh), N = 64 or
+// 32 columns; kFresh: acc = A B (its old value unread).
+template <int K, bool kFresh, int N, class TA, bool kKA, class TB, bool kKB>
+__device__ __forceinline__ void product(Acc<16, N>& acc, Operand<TA, kKA> a, Operand<TB, kKB> b) {
   static_assert(N == 64 || N == 32);
-  const uint64_t da0 = desc_here(a(0)), db0 = desc_here(b(0));
+  using OA = Operand<TA, kKA>;
+  using OB = Operand<TB, kKB>;
+  const uint32_t da0 = desc_lo_here(a.p), db0 = desc_lo_here(b.p);
   fence_acc(acc);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    const uint64_t da = da0 + uint64_t((a(k0) - a(0)) >> 3),
-                   db = db0 + uint64_t((b(k0) - b(0)) >> 3);
+    static_assert(OA::step(16) % 8 == 0 && OB::step(16) % 8 == 0);
+    const uint64_t da = hopper::wgmma::desc_at(da0, OA::step(k0)),
+                   db = hopper::wgmma::desc_at(db0, OB::step(k0));
     const int scale_d = kFresh && k0 == 0 ? 0 : 1;
     if constexpr (N == 64)
-      hopper::wgmma::mma<LA == Lay::KM, LB == Lay::KN>(acc, da, db, scale_d);
+      hopper::wgmma::mma<!kKA, !kKB>(acc, da, db, scale_d);
     else
-      mma32<LA == Lay::KM, LB == Lay::KN>(acc, da, db, scale_d);
+      mma32<!kKA, !kKB>(acc, da, db, scale_d);
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   fence_acc(acc);
 }
 
+// A whole tile from its origin as an operand: K-major for MK and NK, else MN-major.
+template <Lay L, int R, int C>
+__device__ __forceinline__ auto whole(Tile<R, C> t) {
+  if constexpr (L == Lay::MK || L == Lay::NK)
+    return kmaj(t, 0);
+  else
+    return mnmaj(t, 0);
+}
+
 // hopper::mma64's product through product(): whole 64 x 64 blocks
 template <Lay LA, Lay LB, bool kFresh, int RA, int CA, int RB, int CB>
 __device__ __forceinline__ void product64(Acc<16, 64>& acc, Tile<RA, CA> A, Tile<RB, CB> B) {
-  product<LA, LB, kC, kFresh>(
-      acc, [&](int k0) { return LA == Lay::MK ? kmaj(A, 0, k0) : mnmaj(A, k0, 0); },
-      [&](int k0) { return LB == Lay::NK ? kmaj(B, 0, k0) : mnmaj(B, k0, 0); });
+  product<kC, kFresh>(acc, whole<LA>(A), whole<LB>(B));
 }
 
 // Waits until at most N of the warpgroup's products are in flight; then the given accumulators
@@ -566,10 +581,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     }
     { // raw Q K^T and K K^T, once per item; the sums start at zero
       Acc<16, 32> a1, a2;
-      product<Lay::MK, Lay::NK, kD, true>(
-          a1, [&](int k0) { return kmaj(q_t, 0, k0); }, [&](int k0) { return kmaj(k_t, nn, k0); });
-      product<Lay::MK, Lay::NK, kD, true>(
-          a2, [&](int k0) { return kmaj(k_t, 0, k0); }, [&](int k0) { return kmaj(k_t, nn, k0); });
+      product<kD, true>(a1, kmaj(q_t, 0), kmaj(k_t, nn));
+      product<kD, true>(a2, kmaj(k_t, 0), kmaj(k_t, nn));
       wait(a1, a2);
       a1.each_with(a2, [&](int r, int c, float& x1, float& x2) {
         const int i = m0 + r, j = nn + c;
@@ -590,8 +603,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       landed(sm.f_s0, eh);
 
       // dq += scale Gm .* (do S0^T); dG += row dots with q
-      product<Lay::MK, Lay::NK, kD, true>(
-          X, [&](int k0) { return kmaj(do_t, 0, k0); }, [&](int k0) { return kmaj(s0_t, n0, k0); });
+      product<kD, true>(X, kmaj(do_t, 0), kmaj(s0_t, n0));
       float f[2], s[2]; // per fragment row: a factor; row dots
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi)
@@ -603,12 +615,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       landed(sm.f_nu, eh + ei + 1);
       landed(sm.f_dsl, 2 * eh);
       // dk += El .* (nu dSL^T), the row dots with k to cl; beside it dQK = do nu^T
-      product<Lay::MK, Lay::NK, kD, true>(
-          X, [&](int k0) { return kmaj(nu_t, 0, k0); },
-          [&](int k0) { return kmaj(dsl_t, n0, k0); });
+      product<kD, true>(X, kmaj(nu_t, 0), kmaj(dsl_t, n0));
       Acc<16, 32> a;
-      product<Lay::MK, Lay::NK, kD, true>(
-          a, [&](int k0) { return kmaj(do_t, 0, k0); }, [&](int k0) { return kmaj(nu_t, nn, k0); });
+      product<kD, true>(a, kmaj(do_t, 0), kmaj(nu_t, nn));
       { // <S0, dSL> for dG_last, in 16-byte pieces (the tiles share one layout), beside the
         // products
         static_assert(kD * kD / 8 % kConsumers == 0);
@@ -668,9 +677,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       landed(sm.f_dnu, eh + ei + 1);
       landed(sm.f_a, eh);
       // dw = -dnu S0^T, into the v_new buffer; beside it dv = beta .* (A^T dnu)
-      product<Lay::MK, Lay::NK, kD, true>(
-          X, [&](int k0) { return kmaj(dnu_t, 0, k0); },
-          [&](int k0) { return kmaj(s0_t, n0, k0); });
+      product<kD, true>(X, kmaj(dnu_t, 0), kmaj(s0_t, n0));
       {
         Acc<16, 64> V;
         product64<Lay::KM, Lay::KN, true>(V, a_t, dnu_t.block(wg));
@@ -694,12 +701,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       // (A^T dw), the row dots with k to cw
       {
         Acc<16, 32> a1, a2;
-        product<Lay::MK, Lay::NK, kD, true>(
-            a1, [&](int k0) { return kmaj(dnu_t, 0, k0); },
-            [&](int k0) { return kmaj(v_t, nn, k0); });
-        product<Lay::MK, Lay::NK, kD, true>(
-            a2, [&](int k0) { return kmaj(nu_t, 0, k0); },
-            [&](int k0) { return kmaj(k_t, nn, k0); });
+        product<kD, true>(a1, kmaj(dnu_t, 0), kmaj(v_t, nn));
+        product<kD, true>(a2, kmaj(nu_t, 0), kmaj(k_t, nn));
         product64<Lay::KM, Lay::KN, true>(X, a_t, nu_t.block(wg));
         wait<1>(a1, a2);
         release(sm.f_dsl); // v is read
@@ -725,18 +728,14 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       publish(kBarDA); // dA is complete
       {                // t2 = dA A^T
         Acc<16, 32> z;
-        product<Lay::MK, Lay::NK, kC, true>(
-            z, [&](int k0) { return kmaj(da_t, 0, k0); },
-            [&](int k0) { return kmaj(a_t, nn, k0); });
+        product<kC, true>(z, kmaj(da_t, 0), kmaj(a_t, nn));
         wait(z);
         store_frag(z, t2_t.p, fat.a);
       }
       publish(kBarT2); // t2 is complete
       {                // dL = -A^T t2 (strictly lower) -> dbeta, dG; dP = dL .* beta_i D -> sums
         Acc<16, 32> dl;
-        product<Lay::KM, Lay::KN, kC, true>(
-            dl, [&](int k0) { return mnmaj(a_t, k0, 0); },
-            [&](int k0) { return mnmaj(t2_t, k0, nn); });
+        product<kC, true>(dl, mnmaj(a_t, 0), mnmaj(t2_t, nn));
         wait(dl);
         release(sm.f_a); // A is read
         if (!upper) {

@@ -137,9 +137,16 @@ __device__ __forceinline__ void set_max_registers() {
 
 namespace wgmma {
 
-__device__ __forceinline__ uint64_t desc(const bf16* p) {
-  constexpr uint64_t kStride = 1024 >> 4, kSwizzle128 = 1;
-  return uint64_t(smem_addr(p) >> 4 & 0x3fff) | kStride << 32 | kSwizzle128 << 62;
+// A tile's descriptor: the low word its start address in 16-byte units, the high word a constant
+// (1024-byte stride, 128-byte swizzle).
+constexpr uint64_t kDescHi = uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
+__device__ __forceinline__ uint32_t desc_lo(const bf16* p) {
+  return smem_addr(p) >> 4 & 0x3fff;
+}
+// The descriptor `off` elements (a multiple of 8) past the tile of low word lo: one add, formed
+// once per k-step from the tile's (the 14-bit field cannot carry: shared memory ends below 256 KB).
+__device__ __forceinline__ uint64_t desc_at(uint32_t lo, int off) {
+  return kDescHi | (lo + uint32_t(off) / 8);
 }
 
 // Keeps the compiler from moving reads or writes of an accumulator register across this point.
@@ -197,13 +204,14 @@ __device__ __forceinline__ void mma64(Frag& acc, Tile<RA, CA> A, Tile<RB, CB> B)
   static_assert(K % 16 == 0);
   static_assert(LA == Lay::MK ? RA == 64 && CA >= K : RA == K && CA == 64);
   static_assert(LB == Lay::NK ? RB == 64 && CB >= K : RB == K && CB == 64);
+  const uint32_t a0 = wgmma::desc_lo(A.p), b0 = wgmma::desc_lo(B.p);
   wgmma::fence_operands(acc);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16)
     wgmma::mma<LA == Lay::KM, LB == Lay::KN>(
-        acc, wgmma::desc(A.p + (LA == Lay::MK ? A.at(0, k0) : A.at(k0, 0))),
-        wgmma::desc(B.p + (LB == Lay::NK ? B.at(0, k0) : B.at(k0, 0))));
+        acc, wgmma::desc_at(a0, LA == Lay::MK ? A.at(0, k0) : A.at(k0, 0)),
+        wgmma::desc_at(b0, LB == Lay::NK ? B.at(0, k0) : B.at(k0, 0)));
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   wgmma::fence_operands(acc);
 }
@@ -236,6 +244,7 @@ template <Lay LB, int S0 = 0, int KS, int RB, int CB>
 __device__ __forceinline__ void mma64_rs(Frag& acc, RegA<KS>& a, Tile<RB, CB> B) {
   static_assert(LB == Lay::NK ? RB == 64 && CB >= 64 : RB == 64 && CB == 64);
   static_assert(S0 + KS <= 4);
+  const uint32_t b0 = wgmma::desc_lo(B.p);
   wgmma::fence_operands(acc);
   fence_regs(a);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -243,7 +252,7 @@ __device__ __forceinline__ void mma64_rs(Frag& acc, RegA<KS>& a, Tile<RB, CB> B)
   for (int s = 0; s < KS; ++s) {
     const int k0 = 16 * (S0 + s);
     wgmma::mma_rs<LB == Lay::KN>(acc, a[s],
-                                 wgmma::desc(B.p + (LB == Lay::NK ? B.at(0, k0) : B.at(k0, 0))));
+                                 wgmma::desc_at(b0, LB == Lay::NK ? B.at(0, k0) : B.at(k0, 0)));
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   wgmma::fence_operands(acc);
