@@ -74,9 +74,12 @@ constexpr int kWarps = 8, kConsumers = 32 * kWarps, kProducers = 128;
 constexpr int kIntraThreads = kConsumers + kProducers;
 constexpr int kSlots = 8; // Parts' slots: row sums in 0, 1 (the warpgroup), column sums in 4 + w
 static_assert(sizeof(Parts) == kSlots * kC * sizeof(float));
-// setmaxnreg: the producer gives back what the consumers take (40 + 2 x 232 = 504 <= 512).
+// setmaxnreg: the producer gives back what the consumers take. The pool is what the launch gave
+// the CTA (65536 / 384 per thread, to a multiple of 8: 168), not the SM's 512 per lane of a
+// warpgroup: past it setmaxnreg.inc waits forever (40 + 2 x 232 = 3 x 168).
+constexpr int kLaunchRegs = 65536 / kIntraThreads / 8 * 8;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-static_assert(kProducerRegs + 2 * kConsumerRegs <= 65536 / 128);
+static_assert(kProducerRegs + 2 * kConsumerRegs <= kIntraThreads / 128 * kLaunchRegs);
 
 // Named barriers of the 256 consumer threads (0 is __syncthreads', used once, at the start).
 enum ConsumerBar : int {
