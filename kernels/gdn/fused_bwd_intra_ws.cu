@@ -212,7 +212,7 @@ __device__ __forceinline__ Operand<Tile<R, C>, false> mnmaj(Tile<R, C> t, int c0
 __device__ __forceinline__ uint32_t desc_lo_here(const bf16* p) {
   uint32_t a = smem_addr(p);
   asm volatile("mov.b32 %0, %0;\n" : "+r"(a));
-  return a >> 4 & 0x3fff;
+  return hopper::wgmma::desc_lo(a);
 }
 
 // acc += A B for the warpgroup, one committed group of K / 16 k-steps: a and b give the operands
@@ -223,12 +223,12 @@ __device__ __forceinline__ void product(Acc<16, N>& acc, Operand<TA, kKA> a, Ope
   static_assert(N == 64 || N == 32);
   using OA = Operand<TA, kKA>;
   using OB = Operand<TB, kKB>;
+  static_assert(OA::step(16) % 8 == 0 && OB::step(16) % 8 == 0); // whole 16-byte units
   const uint32_t da0 = desc_lo_here(a.p), db0 = desc_lo_here(b.p);
   fence_acc(acc);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    static_assert(OA::step(16) % 8 == 0 && OB::step(16) % 8 == 0);
     const uint64_t da = hopper::wgmma::desc_at(da0, OA::step(k0)),
                    db = hopper::wgmma::desc_at(db0, OB::step(k0));
     const int scale_d = kFresh && k0 == 0 ? 0 : 1;

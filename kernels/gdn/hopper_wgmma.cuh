@@ -140,8 +140,11 @@ namespace wgmma {
 // A tile's descriptor: the low word its start address in 16-byte units, the high word a constant
 // (1024-byte stride, 128-byte swizzle).
 constexpr uint64_t kDescHi = uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
+__device__ __forceinline__ uint32_t desc_lo(uint32_t smem_address) {
+  return smem_address >> 4 & 0x3fff;
+}
 __device__ __forceinline__ uint32_t desc_lo(const bf16* p) {
-  return smem_addr(p) >> 4 & 0x3fff;
+  return desc_lo(smem_addr(p));
 }
 // The descriptor `off` elements (a multiple of 8) past the tile of low word lo: one add, formed
 // once per k-step from the tile's (the 14-bit field cannot carry: shared memory ends below 256 KB).
