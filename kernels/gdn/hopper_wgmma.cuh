@@ -138,10 +138,13 @@ __device__ __forceinline__ void set_max_registers() {
 namespace wgmma {
 
 // A tile's descriptor: the low word its start address in 16-byte units, the high word a constant
-// (1024-byte stride, 128-byte swizzle).
+// (1024-byte stride, 128-byte swizzle). The low word is broadcast from lane 0 (the address is
+// the same in every lane; every caller is a converged warp about to issue wgmma): a shuffle's
+// result is one the compiler knows to be warp-uniform, so each k-step's descriptor is formed in
+// uniform registers instead of in vector ones moved over by R2UR.
 constexpr uint64_t kDescHi = uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
 __device__ __forceinline__ uint32_t desc_lo(uint32_t smem_address) {
-  return smem_address >> 4 & 0x3fff;
+  return __shfl_sync(0xffffffffu, smem_address >> 4 & 0x3fff, 0);
 }
 __device__ __forceinline__ uint32_t desc_lo(const bf16* p) {
   return desc_lo(smem_addr(p));
