@@ -57,7 +57,6 @@
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::add_col_sums;
 using chunked::add_row_sums;
 using chunked::Parts;
 using chunked::store_acc_bf16;
@@ -357,28 +356,54 @@ __device__ __forceinline__ void store_frag(Acc<16, N>& acc, bf16* t, const int (
       store_bf16x2(t + at[j] + FragAt::kHi * hi, acc.c[0][j][2 * hi], acc.c[0][j][2 * hi + 1]);
 }
 
+// part[slot][n0 + c] = (kSet) or += the sum over the warp tile's 16 rows of its column c, from
+// the thread's column partials v[2 j + e] (column 8 j + 2 (lane % 4) + e, its two rows summed): a
+// reduce-scatter over the lane bits that index the rows (xor 16, 8, 4), 7 shuffles where a
+// column_sum per partial takes 24, after which lane l holds column k = l / 4 % 8's sum and each
+// lane stores one (a column has one writer: no __syncwarp between updates).
+template <bool kSet>
+__device__ __forceinline__ void put_col_sums(float (&v)[8], int n0, Parts& part, int slot) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int half = 4, bit = 16; half > 0; half /= 2, bit /= 2) {
+    const bool up = lane & bit; // keeps the upper half, sends the lower
+#pragma unroll
+    for (int i = 0; i < half; ++i) {
+      const float send = up ? v[i] : v[i + half], keep = up ? v[i + half] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, bit);
+    }
+  }
+  const int k = lane / 4 % 8, col = n0 + 8 * (k / 2) + 2 * (lane % 4) + k % 2;
+  part[slot][col] = kSet ? v[0] : part[slot][col] + v[0];
+}
+
+// The thread's column partials of a warp's 16 x 32 tile for put_col_sums: its two rows' values
+// times f[hi] (hi: which row).
+__device__ __forceinline__ void col_partials(const Acc<16, 32>& acc, const float (&f)[2],
+                                             float (&v)[8]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      v[2 * j + e] = acc.c[0][j][e] * f[0] + acc.c[0][j][2 + e] * f[1];
+}
+
 // part[slot][col] = sum over the warp tile's rows of value * t(row, col) (set, not added), the
 // warp tile at columns n0 .. n0 + 31 and the fragment positions `at` (FragAt's a).
 __device__ __forceinline__ void set_col_dots(Acc<16, 32>& acc, int n0, Parts& part, int slot, Ta t,
                                              const int (&at)[4]) {
-  const int lane = threadIdx.x & 31;
+  float v[8];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int col = n0 + 8 * j + 2 * (lane % 4);
-    float s0 = 0.f, s1 = 0.f;
+    v[2 * j] = v[2 * j + 1] = 0.f;
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
       const float2 y = load_bf16x2(t.p + at[j] + FragAt::kHi * hi);
-      s0 += acc.c[0][j][2 * hi] * y.x;
-      s1 += acc.c[0][j][2 * hi + 1] * y.y;
-    }
-    s0 = column_sum(s0);
-    s1 = column_sum(s1);
-    if (lane < 4) {
-      part[slot][col] = s0;
-      part[slot][col + 1] = s1;
+      v[2 * j] += acc.c[0][j][2 * hi] * y.x;
+      v[2 * j + 1] += acc.c[0][j][2 * hi + 1] * y.y;
     }
   }
+  put_col_sums<true>(v, n0, part, slot);
 }
 #endif
 
@@ -675,7 +700,11 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
           x1 = d1 * qk.y;
         });
         add_row_sums(a, m0, nn, dG, rs, [](int, int, float x) { return x; });
-        add_col_sums<true>(a, m0, nn, dG, cs, [](int, int, float x) { return -x; });
+        {
+          float v[8];
+          col_partials(a, {-1.f, -1.f}, v);
+          put_col_sums<true>(v, nn, dG, cs);
+        }
       }
       landed(sm.f_dnu, eh + ei + 1);
       landed(sm.f_a, eh);
@@ -771,7 +800,12 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
               dG[rs][row] += beta[row] * t;
             }
           }
-          add_col_sums(dl, m0, nn, dG, cs, [&](int i, int, float x) { return -x * beta[i]; });
+          {
+            float v[8];
+            const float nb[2] = {-beta[hopper::frag_row(0)], -beta[hopper::frag_row(1)]};
+            col_partials(dl, nb, v);
+            put_col_sums<false>(v, nn, dG, cs);
+          }
         }
       }
 
