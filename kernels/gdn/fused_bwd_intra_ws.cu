@@ -678,26 +678,32 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       wait(a);
       release(sm.f_do); // do is read (do S0^T, do nu^T)
       if (!upper) {     // dQK into the sums, and the dG terms of M = lowerIncl(q k^T .* D)
+        // the gates first, in a pass without stores: G2 is read once per row and column (the
+        // compiler cannot tell G2 from the sums, so a store between would reload it)
+        const float scale = geo.scale;
         a.each_pair([&](int r, int c, float& x0, float& x1) {
           const int i = m0 + r, j = nn + c;
           const float gi = G2[i];
           const float2 gj = *reinterpret_cast<const float2*>(G2 + j);
+          x0 = i >= j ? scale * x0 * exp2_ftz(gi - gj.x) : 0.f;
+          x1 = i >= j + 1 ? scale * x1 * exp2_ftz(gi - gj.y) : 0.f;
+        });
+        a.each_pair([&](int r, int c, float& x0, float& x1) {
+          const int i = m0 + r, j = nn + c;
           const float2 qk = *reinterpret_cast<const float2*>(sm.qkkk + i * kLdF + j);
           float* const sum = sm.s.sums + i * kLdF + j;
-          const float d0 = i >= j ? geo.scale * x0 * exp2_ftz(gi - gj.x) : 0.f;
-          const float d1 = i >= j + 1 ? geo.scale * x1 * exp2_ftz(gi - gj.y) : 0.f;
           // only on and below the diagonal: above it, in this warp's tile, another warp's dL
           // epilogue of the last head may still be adding dP^T
           if (i >= j + 1) {
             float2 t = *reinterpret_cast<float2*>(sum);
-            t.x += d0;
-            t.y += d1;
+            t.x += x0;
+            t.y += x1;
             *reinterpret_cast<float2*>(sum) = t;
           } else if (i == j) {
-            sum[0] += d0;
+            sum[0] += x0;
           }
-          x0 = d0 * qk.x;
-          x1 = d1 * qk.y;
+          x0 *= qk.x;
+          x1 *= qk.y;
         });
         add_row_sums(a, m0, nn, dG, rs, [](int, int, float x) { return x; });
         {
@@ -771,20 +777,29 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         wait(dl);
         release(sm.f_a); // A is read
         if (!upper) {
+          // the gates first, in a pass without stores (as dQK's); beta by the fragment's row
+          float brow[2];
+#pragma unroll
+          for (int hi = 0; hi < 2; ++hi)
+            brow[hi] = beta[hopper::frag_row(hi)];
           dl.each_pair([&](int r, int c, float& x0, float& x1) {
             const int i = m0 + r, j = nn + c;
-            const float gi = G2[i], bi = beta[i];
+            const float gi = G2[i];
             const float2 gj = *reinterpret_cast<const float2*>(G2 + j);
-            const float d0 = i > j ? -x0 * exp2_ftz(gi - gj.x) : 0.f;
-            const float d1 = i > j + 1 ? -x1 * exp2_ftz(gi - gj.y) : 0.f;
+            x0 = i > j ? -x0 * exp2_ftz(gi - gj.x) : 0.f;
+            x1 = i > j + 1 ? -x1 * exp2_ftz(gi - gj.y) : 0.f;
+          });
+          dl.each_pair([&](int r, int c, float& x0, float& x1) {
+            const int i = m0 + r, j = nn + c;
+            const float bi = r >= 8 ? brow[1] : brow[0]; // r: the fragment's row hi = r / 8
             // only strictly above the diagonal, where the owner of (i, j) is the one writer of
             // (j, i): on and below it another warp may be adding the next head's dQK already
             if (i > j)
-              sm.s.sums[j * kLdF + i] += d0 * bi;
+              sm.s.sums[j * kLdF + i] += x0 * bi;
             if (i > j + 1)
-              sm.s.sums[(j + 1) * kLdF + i] += d1 * bi;
-            x0 = d0 * sm.qkkk[j * kLdF + i];
-            x1 = d1 * sm.qkkk[(j + 1) * kLdF + i];
+              sm.s.sums[(j + 1) * kLdF + i] += x1 * bi;
+            x0 *= sm.qkkk[j * kLdF + i];
+            x1 *= sm.qkkk[(j + 1) * kLdF + i];
           });
           // the row sums into dbeta and, times beta_i, into dG: one reduction for both
 #pragma unroll
