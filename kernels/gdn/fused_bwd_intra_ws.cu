@@ -817,7 +817,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
           }
           {
             float v[8];
-            const float nb[2] = {-beta[hopper::frag_row(0)], -beta[hopper::frag_row(1)]};
+            const float nb[2] = {-brow[0], -brow[1]};
             col_partials(dl, nb, v);
             put_col_sums<false>(v, nn, dG, cs);
           }
