@@ -7,12 +7,14 @@ largest time in microseconds.
 
 A kernel is named as ncu names it less the return type, namespaces and arguments, its template
 arguments kept (`bwd_scan_hopper_kernel<2, false>`): ours live in anonymous namespaces, whose
-"(anonymous namespace)" a plain cut at the first parenthesis would take for the argument list.
+"(anonymous namespace)" a plain cut at the first parenthesis would take for the argument list
+(ncu 2025 writes `unnamed>::` instead, with no opening bracket).
 Lines that are not ncu's CSV rows (the program's own output, ==PROF== notes) are skipped. Times
 in ns, us, ms or s (and ncu's older nsecond, usecond, msecond, second) are accepted. Input
 without a gpu__time_duration.sum row, or with a unit or value it cannot read, is an error: one
 line naming it, exit 2."""
 import csv
+import re
 import statistics
 import sys
 
@@ -22,8 +24,9 @@ TO_US = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "mse
 
 
 def kernel_name(full):
-    """`void a::(anonymous namespace)::k<x::Y, 2>(A, B)` -> `k<x::Y, 2>`."""
-    name = full.replace("(anonymous namespace)::", "")
+    """`void a::(anonymous namespace)::k<x::Y, 2>(A, B)` -> `k<x::Y, 2>`. ncu 2025 names the
+    anonymous namespace `unnamed>` (its `<` dropped), which would unbalance the brackets."""
+    name = re.sub(r"\(anonymous namespace\)::|<?unnamed>::", "", full)
     if name.startswith("void "):
         name = name[len("void "):]
     depth, start = 0, 0

@@ -25,6 +25,8 @@ SCAN = ("void qr::gdn::fused::(anonymous namespace)::scan_hopper_kernel<(qr::gdn
 BWD = ("void qr::gdn::fused::(anonymous namespace)::bwd_scan_hopper_kernel<2, false>"
        "(qr::gdn::chunked::Geo, qr::gdn::fused::Workspace, const float *)")
 PREP = "void qr::gdn::fused::(anonymous namespace)::prep_kernel<(qr::gdn::fused::Prep)1>(int)"
+# as ncu 2025 (CUDA 13) writes a kernel in an anonymous namespace
+INTRA = "void unnamed>::bwd_intra_ws_kernel(Geo, FwdInputs, Workspace, Ref<float>, Pipeline)"
 
 
 def run(text, *args):
@@ -54,13 +56,14 @@ good = "\n".join([
     row(3, SCAN, "msecond", "0.2042"),
     row(4, SCAN, "ns", "210000"),
     row(5, BWD, "ns", "1000", metric="dram__bytes_read.sum"),  # another metric: not a time
+    row(6, INTRA, "us", "674.9"),
     "==PROF== Disconnected from process 7",
 ]) + "\n"
 rc, out, err = run(good)
 lines = out.splitlines()
 expect(rc == 0 and err == "", f"good input: rc {rc}, stderr {err!r}")
-expect(len(lines) == 3, f"good input: 3 kernels expected, got {lines}")
-if len(lines) == 3:
+expect(len(lines) == 4, f"good input: 4 kernels expected, got {lines}")
+if len(lines) == 4:
     expect(lines[0].split()[0] == "prep_kernel<(qr::gdn::fused::Prep)1>", f"first: {lines[0]}")
     expect(lines[1].startswith("scan_hopper_kernel<(qr::gdn::fused::Scan)1, 2> "),
            f"the scan keeps its template arguments: {lines[1]}")
@@ -68,6 +71,8 @@ if len(lines) == 3:
            in lines[1], f"the scan's three launches, median and range: {lines[1]}")
     expect(lines[2].startswith("bwd_scan_hopper_kernel<2, false> ") and " x1 " in lines[2]
            and "median     264.5 us" in lines[2], f"the backward scan: {lines[2]}")
+    expect(lines[3].startswith("bwd_intra_ws_kernel ") and "median     674.9 us" in lines[3],
+           f"ncu 2025's `unnamed>::`: {lines[3]}")
     expect(not any("fused::" in l.split("<")[0] for l in lines), f"namespaces left: {lines}")
 
 # The same rows on stdin.
