@@ -377,15 +377,18 @@ __device__ __forceinline__ void put_col_sums(float (&v)[8], int n0, Parts& part,
   part[slot][col] = kSet ? v[0] : part[slot][col] + v[0];
 }
 
-// The thread's column partials of a warp's 16 x 32 tile for put_col_sums: its two rows' values
-// times f[hi] (hi: which row).
-__device__ __forceinline__ void col_partials(const Acc<16, 32>& acc, const float (&f)[2],
-                                             float (&v)[8]) {
+// The same for the column sums of a warp's 16 x 32 tile, each row's values times f[hi] (hi:
+// which of the thread's two rows).
+template <bool kSet>
+__device__ __forceinline__ void put_col_sums(const Acc<16, 32>& acc, const float (&f)[2], int n0,
+                                             Parts& part, int slot) {
+  float v[8];
 #pragma unroll
   for (int j = 0; j < 4; ++j)
 #pragma unroll
     for (int e = 0; e < 2; ++e)
       v[2 * j + e] = acc.c[0][j][e] * f[0] + acc.c[0][j][2 + e] * f[1];
+  put_col_sums<kSet>(v, n0, part, slot);
 }
 
 // part[slot][col] = sum over the warp tile's rows of value * t(row, col) (set, not added), the
@@ -706,11 +709,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
           x1 *= qk.y;
         });
         add_row_sums(a, m0, nn, dG, rs, [](int, int, float x) { return x; });
-        {
-          float v[8];
-          col_partials(a, {-1.f, -1.f}, v);
-          put_col_sums<true>(v, nn, dG, cs);
-        }
+        put_col_sums<true>(a, {-1.f, -1.f}, nn, dG, cs);
       }
       landed(sm.f_dnu, eh + ei + 1);
       landed(sm.f_a, eh);
@@ -815,12 +814,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
               dG[rs][row] += beta[row] * t;
             }
           }
-          {
-            float v[8];
-            const float nb[2] = {-brow[0], -brow[1]};
-            col_partials(dl, nb, v);
-            put_col_sums<false>(v, nn, dG, cs);
-          }
+          put_col_sums<false>(dl, {-brow[0], -brow[1]}, nn, dG, cs);
         }
       }
 
