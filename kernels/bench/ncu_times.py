@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Per-kernel GPU times from `ncu --csv --metrics gpu__time_duration.sum ...` (gpu_suite.sh):
-one line per kernel, in order of its first launch, with its launches and the median, least and
-largest time in microseconds.
+"""Per-kernel GPU times from `ncu --csv --metrics gpu__time_duration.sum ...` (gpu_suite.sh,
+gpu_bar.sh): one line per kernel, in order of its first launch, with its launches and the median,
+least and largest time in microseconds; where the CSV also holds `dram__bytes_read.sum` and
+`dram__bytes_write.sum`, the median launch's DRAM traffic (MB) and the bandwidth it took (TB/s:
+median bytes over median time), and where it holds tensor-pipe operation counts
+(`sm__ops_path_tensor_*`, summed per launch), the tensor TFLOP/s (an operation is a flop: padding
+and recomputed products count).
 
     ncu_times.py [CSV_FILE]        (stdin when no file is given)
 
@@ -10,17 +14,21 @@ arguments kept (`bwd_scan_hopper_kernel<2, false>`): ours live in anonymous name
 "(anonymous namespace)" a plain cut at the first parenthesis would take for the argument list
 (ncu 2025 writes `unnamed>::` instead, with no opening bracket).
 Lines that are not ncu's CSV rows (the program's own output, ==PROF== notes) are skipped. Times
-in ns, us, ms or s (and ncu's older nsecond, usecond, msecond, second) are accepted. Input
-without a gpu__time_duration.sum row, or with a unit or value it cannot read, is an error: one
-line naming it, exit 2."""
+in ns, us, ms or s (and ncu's older nsecond, usecond, msecond, second) are accepted; bytes in
+byte or B with an SI prefix (Kbyte, MB, ...); counts with or without one (Kinst). Input without
+a gpu__time_duration.sum row, or with a unit or value it cannot read, is an error: one line
+naming it, exit 2."""
 import csv
 import re
 import statistics
 import sys
 
 METRIC = "gpu__time_duration.sum"
+BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+OPS = "sm__ops_path_tensor"  # the prefix of the tensor pipe's operation counts
 TO_US = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
          "s": 1e6, "second": 1e6}
+SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def kernel_name(full):
@@ -42,30 +50,52 @@ def kernel_name(full):
     return name[start:]
 
 
-def kernel_times(lines):
-    """{kernel: [µs, ...]} in order of first launch, from ncu's CSV lines."""
+def number(metric, unit, value):
+    """A row's value in µs (the time), bytes or a plain count."""
+    if metric == METRIC:
+        if unit not in TO_US:
+            raise ValueError(f"unit '{unit}' of {metric} is not one of {', '.join(TO_US)}")
+        scale = TO_US[unit]
+    else:
+        m = re.fullmatch(r"([KMGT]?)(byte|B)" if metric in BYTES else r"([KMGT]?)([a-z]*)", unit)
+        if not m:
+            raise ValueError(f"unit '{unit}' of {metric} is not "
+                             f"{'bytes' if metric in BYTES else 'a count'}")
+        scale = SI[m.group(1)]
+    try:
+        return float(value.replace(",", "")) * scale
+    except ValueError:
+        raise ValueError(f"value '{value}' of {metric} is not a number") from None
+
+
+def kernel_launches(lines):
+    """{kernel: [{"us": µs, "bytes": DRAM bytes, "ops": tensor operations}, ...]} in order of
+    first launch, from ncu's CSV lines; a launch has the keys of the metrics its rows give."""
     rows = csv.reader(line for line in lines if line.startswith('"'))
     header = next(rows, None)
-    if header is None or not {"Kernel Name", "Metric Name", "Metric Unit",
+    if header is None or not {"ID", "Kernel Name", "Metric Name", "Metric Unit",
                               "Metric Value"} <= set(header):
         raise ValueError("no ncu CSV header (ID, ..., Kernel Name, ..., Metric Value) in the input")
     col = {name: header.index(name) for name in
-           ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value")}
-    times = {}
+           ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")}
+    launches = {}  # (kernel, ID) -> the launch's figures, in order of first row
     for row in rows:
-        if len(row) != len(header) or row[col["Metric Name"]] != METRIC:
+        if len(row) != len(header):
             continue
-        unit, value = row[col["Metric Unit"]], row[col["Metric Value"]]
-        if unit not in TO_US:
-            raise ValueError(f"unit '{unit}' of {METRIC} is not one of {', '.join(TO_US)}")
-        try:
-            us = float(value.replace(",", "")) * TO_US[unit]
-        except ValueError:
-            raise ValueError(f"value '{value}' of {METRIC} is not a number") from None
-        times.setdefault(kernel_name(row[col["Kernel Name"]]), []).append(us)
-    if not times:
+        metric = row[col["Metric Name"]]
+        key = "us" if metric == METRIC else "bytes" if metric in BYTES else \
+            "ops" if metric.startswith(OPS) else None
+        if key is None:
+            continue
+        x = number(metric, row[col["Metric Unit"]], row[col["Metric Value"]])
+        launch = launches.setdefault((kernel_name(row[col["Kernel Name"]]), row[col["ID"]]), {})
+        launch[key] = launch.get(key, 0.0) + x
+    kernels = {}
+    for (name, _), launch in launches.items():
+        kernels.setdefault(name, []).append(launch)
+    if not any("us" in launch for launch in launches.values()):
         raise ValueError(f"no {METRIC} rows in the input")
-    return times
+    return kernels
 
 
 def main(argv):
@@ -76,16 +106,24 @@ def main(argv):
     try:
         if len(argv) == 2:
             with open(argv[1], encoding="utf-8", errors="replace") as f:
-                times = kernel_times(f.read().splitlines())
+                kernels = kernel_launches(f.read().splitlines())
         else:
-            times = kernel_times(sys.stdin.read().splitlines())
+            kernels = kernel_launches(sys.stdin.read().splitlines())
     except (OSError, ValueError) as e:
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
-    width = max(len(name) for name in times)
-    for name, us in times.items():
-        print(f"{name:{width}}  x{len(us):<3d} median {statistics.median(us):9.1f} us  "
-              f"({min(us):.1f} - {max(us):.1f})")
+    kernels = {name: ls for name, ls in kernels.items() if any("us" in x for x in ls)}
+    width = max(len(name) for name in kernels)
+    for name, launches in kernels.items():
+        us = [x["us"] for x in launches if "us" in x]
+        t = statistics.median(us)
+        line = f"{name:{width}}  x{len(us):<3d} median {t:9.1f} us  ({min(us):.1f} - {max(us):.1f})"
+        for key, text in (("bytes", lambda b: f"{b / 1e6:9.1f} MB {b / t / 1e6:5.2f} TB/s"),
+                          ("ops", lambda n: f"{n / t / 1e6:7.1f} TFLOP/s")):
+            values = [x[key] for x in launches if key in x]
+            if values:
+                line += "  " + text(statistics.median(values))
+        print(line)
     return 0
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""CI tests of kernels/bench/ncu_times.py (gpu_suite.sh's per-kernel times from ncu's CSV), no GPU:
-kernels in anonymous namespaces keep their names and template arguments, each unit ncu writes is
-read, launches are grouped per kernel in order of first launch with their median, and input it
-cannot read gets one `error:` line naming the input and exit code 2. Run by CTest:
-ncu_times_test.py SCRIPT WORKDIR."""
+"""CI tests of kernels/bench/ncu_times.py (gpu_suite.sh's and gpu_bar.sh's per-kernel times from
+ncu's CSV), no GPU: kernels in anonymous namespaces keep their names and template arguments, each
+unit ncu writes is read, launches are grouped per kernel in order of first launch with their
+median, a launch's DRAM bytes and tensor operations give MB, TB/s and TFLOP/s where the CSV has
+them (and nothing where it has not), other metrics are skipped, and input it cannot read gets one
+`error:` line naming the input and exit code 2. Run by CTest: ncu_times_test.py SCRIPT WORKDIR."""
 import os
 import subprocess
 import sys
@@ -55,8 +56,16 @@ good = "\n".join([
     row(2, BWD, "usecond", "264.5"),
     row(3, SCAN, "msecond", "0.2042"),
     row(4, SCAN, "ns", "210000"),
-    row(5, BWD, "ns", "1000", metric="dram__bytes_read.sum"),  # another metric: not a time
+    # the backward scan's traffic and tensor operations, in base units (ncu --print-units base)
+    row(2, BWD, "byte", "600,000,000", metric="dram__bytes_read.sum"),
+    row(2, BWD, "byte", "131000000", metric="dram__bytes_write.sum"),
+    row(2, BWD, "", "72000000000", metric="sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"),
+    row(2, BWD, "", "0", metric="sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum"),
+    row(2, BWD, "cycle", "500000", metric="sm__cycles_elapsed.avg"),  # another metric: skipped
     row(6, INTRA, "us", "674.9"),
+    row(6, INTRA, "Mbyte", "1,000", metric="dram__bytes_read.sum"),  # scaled units
+    row(6, INTRA, "GB", "0.547", metric="dram__bytes_write.sum"),
+    row(6, INTRA, "Ginst", "124.9", metric="sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"),
     "==PROF== Disconnected from process 7",
 ]) + "\n"
 rc, out, err = run(good)
@@ -71,8 +80,14 @@ if len(lines) == 4:
            in lines[1], f"the scan's three launches, median and range: {lines[1]}")
     expect(lines[2].startswith("bwd_scan_hopper_kernel<2, false> ") and " x1 " in lines[2]
            and "median     264.5 us" in lines[2], f"the backward scan: {lines[2]}")
+    expect(lines[2].endswith("(264.5 - 264.5)      731.0 MB  2.76 TB/s    272.2 TFLOP/s"),
+           f"the backward scan's bytes read and written, bandwidth and tensor rate: {lines[2]}")
     expect(lines[3].startswith("bwd_intra_ws_kernel ") and "median     674.9 us" in lines[3],
            f"ncu 2025's `unnamed>::`: {lines[3]}")
+    expect(lines[3].endswith("1547.0 MB  2.29 TB/s    185.1 TFLOP/s"),
+           f"scaled units: {lines[3]}")
+    expect(lines[1].endswith("(204.2 - 210.0)") and lines[0].endswith(")"),
+           f"no traffic columns where the CSV has no bytes: {lines[:2]}")
     expect(not any("fused::" in l.split("<")[0] for l in lines), f"namespaces left: {lines}")
 
 # The same rows on stdin.
@@ -85,6 +100,11 @@ for text, names in [
     (HEADER + "\n", ["ncu.csv", "no gpu__time_duration.sum rows"]),
     (HEADER + "\n" + row(0, SCAN, "cycle", "5") + "\n", ["ncu.csv", "unit 'cycle'"]),
     (HEADER + "\n" + row(0, SCAN, "us", "n/a") + "\n", ["ncu.csv", "value 'n/a'"]),
+    (HEADER + "\n" + row(0, SCAN, "us", "1") + "\n" +
+     row(0, SCAN, "ns", "1", metric="dram__bytes_read.sum") + "\n",
+     ["ncu.csv", "unit 'ns' of dram__bytes_read.sum is not bytes"]),
+    (HEADER + "\n" + row(0, SCAN, "byte", "1", metric="dram__bytes_read.sum") + "\n",
+     ["ncu.csv", "no gpu__time_duration.sum rows"]),
 ]:
     rc, out, err = run(text)
     expect(rc == 2 and out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""CI tests of the GPU-machine scripts kernels/bench/peers/gpu_peers_cache.sh, gpu_peers.sh and
-pack_cache.sh, with no GPU and no PyTorch: `python3`, `nvidia-smi` and qwen-recipe are stand-ins
-on PATH that record what they were started with. Checks that the cache filler starts one process
+"""CI tests of the GPU-machine scripts kernels/bench/peers/gpu_peers_cache.sh, gpu_peers.sh,
+gpu_bar.sh and pack_cache.sh, with no GPU and no PyTorch: `python3`, `nvidia-smi`, `ncu`,
+`compute-sanitizer`, qwen-recipe and the kernels-only build's gdn-bench and gdn-gpu-tests are
+stand-ins that record what they were started with. Checks that the cache filler starts one process
 per job with the cache variables and the backend's path, stops a job past its time, packs the
 caches (an earlier pack included, TileLang's temporary files not); that gpu_peers.sh points the
 three cache variables at its own folder, with a carried pack unpacked there, only when the caller
-set none, and then packs what its runs compiled; and that pack_cache.sh's parts join to the pack.
+set none, and then packs what its runs compiled; that gpu_bar.sh runs nothing on a card other than
+the one the bar is for, and on that card the bench with FlashQLA, every check and ncu, failing when
+a check fails; and that pack_cache.sh's parts join to the pack.
 Run by CTest: peers_scripts_test.py PEERS_SCRIPT_DIR WORKDIR."""
 import json
 import os
@@ -93,7 +96,7 @@ def setup(root):
     os.makedirs(bindir)
     os.makedirs(peers)
     write(os.path.join(bindir, "python3"), PYTHON_STUB)
-    write(os.path.join(bindir, "nvidia-smi"), "#!/bin/sh\necho 'stub GPU'\n")
+    write(os.path.join(bindir, "nvidia-smi"), "#!/bin/sh\necho \"${STUB_CARD:-stub GPU}\"\n")
     write(os.path.join(root, "qwen-recipe"), BIN_STUB)
     pack(os.path.join(peers, "flashqla-site.tar.xz"), {"flash_qla/__init__.py": ""})
     for wheel in ("fla_core-0.6.0-py3-none-any.whl", "flash_linear_attention-0.6.0-py3-none-any.whl"):
@@ -218,6 +221,106 @@ def test_runner():
     check(pack_names(out) is None, f"nor is it packed then: {os.listdir(out)}")
 
 
+# Stand in for the kernels-only build's gdn-bench and gdn-gpu-tests, ncu and compute-sanitizer
+# (gpu_bar.sh): each records its name, arguments and PYTHONPATH; gdn-bench --check prints rows of
+# outputs checked, a bench writes its JSON and a time row per backend, ncu prints one kernel's CSV
+# rows in base units, gdn-gpu-tests exits with STUB_TESTS_RC.
+TOOL_STUB = f"""#!{sys.executable}
+import json, os, sys
+name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open(os.environ["STUB_LOG"], "a") as f:
+    f.write(json.dumps({{"tool": name, "args": args,
+                        "PYTHONPATH": os.environ.get("PYTHONPATH")}}) + "\\n")
+if name == "gdn-gpu-tests":
+    print("All tests passed (12 assertions in 3 test cases)")
+    sys.exit(int(os.environ.get("STUB_TESTS_RC", "0")))
+if name == "compute-sanitizer":
+    print("========= ERROR SUMMARY: 0 errors")
+elif name == "ncu":
+    h = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'
+    print("==PROF== Connected")
+    print(h)
+    for metric, unit, value in (("gpu__time_duration.sum", "ns", "675000"),
+                                ("dram__bytes_read.sum", "byte", "1000000000"),
+                                ("dram__bytes_write.sum", "byte", "547000000"),
+                                ("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", "", "1.249e11")):
+        print(f'"0","void unnamed>::bwd_intra_ws_kernel(Geo)","{{metric}}","{{unit}}","{{value}}"')
+elif "--check" in args:
+    for out in ("o", "dq"):
+        print(f"fused @ custom (B1 T300 Hk2 Hv6 D128)  {{out}}  1e-3  1e-3  0 ok")
+else:
+    backends = args[args.index("--backend") + 1].split(",")
+    json.dump({{"backends": []}}, open(args[args.index("--json") + 1], "w"))
+    for b in backends:
+        print(f"{{b:18s}} custom 4x4096x16/32x128        fwdbwd             1.000      1.000     1.00")
+"""
+
+
+def test_bar():
+    root = os.path.join(WORK, "bar")
+    peers, env = setup(root)
+    bins = os.path.join(root, "kbin")
+    os.makedirs(bins)
+    for name in ("gdn-bench", "gdn-gpu-tests"):
+        write(os.path.join(bins, name), TOOL_STUB)
+    for name in ("ncu", "compute-sanitizer"):
+        write(os.path.join(root, "bin", name), TOOL_STUB)
+    log, out, tmp = env["STUB_LOG"], os.path.join(root, "out"), env["PEERS_TMP"]
+
+    def run(extra):
+        if os.path.exists(log):
+            os.remove(log)
+        shutil.rmtree(out, ignore_errors=True)
+        p = subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_bar.sh"), bins, peers, out],
+                           capture_output=True, text=True, env=dict(env, **extra), timeout=120)
+        calls = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+        return p, calls
+
+    p, calls = run({"STUB_CARD": "NVIDIA H100 80GB HBM3"})
+    check(p.returncode == 3 and "not an H200" in p.stdout and not calls and
+          not os.path.exists(os.path.join(tmp, "peers-site")),
+          f"another card: exit 3, nothing installed or run: {p.returncode} {p.stdout!r} {calls}")
+
+    p, calls = run({"STUB_CARD": "NVIDIA H200"})
+    check(p.returncode == 0, f"gpu_bar.sh on the H200: exit code {p.returncode}: {p.stderr}")
+    bench = [c for c in calls if c["tool"] == "gdn-bench" and "--check" not in c["args"]]
+    check(len(bench) == 1, f"one bench: {bench}")
+    if bench:
+        a = bench[0]["args"]
+        check(a[a.index("--backend") + 1] == "flash_qla,fused" and
+              a[a.index("--baseline") + 1] == "flash_qla" and
+              a[a.index("--peers-driver") + 1] ==
+              os.path.join(os.path.realpath(SCRIPTS), "gdn_peers.py") and
+              [a[i + 1] for i, x in enumerate(a) if x == "--shape"] ==
+              ["4,4096,16,32,128", "1,4096,16,64,128", "1,16384,16,32,128", "1,16384,16,64,128"],
+              f"FlashQLA beside fused at the four shapes, as the baseline: {a}")
+        check(bench[0]["PYTHONPATH"] == f"{tmp}/peers-site:{tmp}/peers-qla",
+              f"the peers on the path: {bench[0]['PYTHONPATH']}")
+    checks = [c["args"] for c in calls if c["tool"] == "gdn-bench" and "--check" in c["args"]]
+    check(len(checks) == 6 and sum("--varlen" in a for a in checks) == 4 and
+          all("--initial-state" in a for a in checks), f"six checks, four packed: {checks}")
+    tools = [c["args"][c["args"].index("--tool") + 1] for c in calls
+             if c["tool"] == "compute-sanitizer"]
+    check(tools == ["memcheck", "synccheck"], f"memcheck and synccheck: {tools}")
+    ncu = [c["args"] for c in calls if c["tool"] == "ncu"]
+    check(len(ncu) == 2 and all("--print-units" in a and "dram__bytes_read.sum" in
+                                a[a.index("--metrics") + 1] for a in ncu), f"ncu twice: {ncu}")
+    check(sorted(os.listdir(out)) == ["bar.json", "bar.txt", "checks.txt", "ncu.csv"],
+          f"four files: {os.listdir(out)}")
+    check("fused              custom 4x4096x16/32x128" in p.stdout and
+          "gdn-gpu-tests: rc=0" in p.stdout and "rc=0, 2 outputs ok, 0 failed" in p.stdout and
+          "ERROR SUMMARY: 0 errors" in p.stdout and "1547.0 MB  2.29 TB/s" in p.stdout,
+          f"the bench's rows, the checks and the per-kernel table printed: {p.stdout!r}")
+
+    p, calls = run({"STUB_CARD": "NVIDIA H100 80GB HBM3", "BAR_CARD": "", "BAR_FLA": "1",
+                    "STUB_TESTS_RC": "1"})
+    a = next((c["args"] for c in calls if c["tool"] == "gdn-bench"), [])
+    check("--backend" in a and a[a.index("--backend") + 1] == "fla,flash_qla,fused",
+          f"BAR_FLA=1 adds FLA: {a}")
+    check(p.returncode == 1 and "gdn-gpu-tests: rc=1" in p.stdout,
+          f"BAR_CARD= runs on any card, and a failed check fails the run: {p.returncode}")
+
+
 def test_pack_parts():
     """pack_cache.sh splits a pack over its part size, and a later pack replaces earlier parts."""
     root = os.path.join(WORK, "parts")
@@ -276,6 +379,7 @@ def test_pack_leaves_out_triton_stages():
 def main():
     test_cache_filler()
     test_runner()
+    test_bar()
     test_pack_parts()
     test_pack_leaves_out_triton_stages()
     if FAILURES:

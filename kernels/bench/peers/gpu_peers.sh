@@ -17,33 +17,17 @@
 # The gdn-bench arguments (given to both runs) default to the two Qwen3.5 recipes. Writes
 # OUT_DIR/bench.txt, bench.json, bench.png, fused.txt, fused.json and the pack.
 set -u
+# shellcheck disable=SC2034  # PEERS: peers_env.sh reads it
 BIN=$1 PEERS=$2 OUT=$3
 shift 3
 ARGS=("$@")
+# shellcheck disable=SC2054  # one argument: two recipes
 [ ${#ARGS[@]} = 0 ] && ARGS=(--recipe qwen35_35b,qwen35_397b)
 HERE=$(dirname "$(readlink -f "$0")")
 DRIVER=$HERE/gdn_peers.py
-TMP=${PEERS_TMP:-/tmp} # where the peers are installed (gpu_peers_cache.sh uses the same)
-mkdir -p "$OUT" "$TMP/peers-site" "$TMP/peers-qla"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$TMP/peers-site" \
-  "$PEERS"/*.whl || exit 1
-# An earlier step of the same call may have unpacked the site: processes may be running from it.
-if [ ! -d "$TMP/peers-qla/flash_qla" ]; then
-  tar -xJf "$PEERS/flashqla-site.tar.xz" -C "$TMP/peers-qla" || exit 1
-fi
-CACHE= # the cache folder this script set up, and so packs
-if [ -z "${TILELANG_CACHE_DIR:-}${TORCHINDUCTOR_CACHE_DIR:-}${TRITON_CACHE_DIR:-}" ]; then
-  # The folder gpu_peers_cache.sh fills: Triton's and inductor's entries hit only there.
-  CACHE=$TMP/peers-cache
-  mkdir -p "$CACHE/inductor" "$CACHE/triton" || exit 1
-  if [ -f "$PEERS/tilelang-cache.tar.xz" ]; then
-    tar -xJf "$PEERS/tilelang-cache.tar.xz" -C "$CACHE" || exit 1
-  fi
-  export TILELANG_CACHE_DIR=$CACHE TORCHINDUCTOR_CACHE_DIR=$CACHE/inductor \
-    TRITON_CACHE_DIR=$CACHE/triton
-fi
-# FLA's worker refuses tilelang and flash_qla at import, so one path serves every backend.
-export PYTHONPATH=$TMP/peers-site:$TMP/peers-qla PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+# shellcheck source=SCRIPTDIR/peers_env.sh
+source "$HERE/peers_env.sh" || exit 1 # the peers on PYTHONPATH, CACHE: the folder to pack or none
 date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 "$BIN" gdn-bench "${ARGS[@]}" --backend fused --json "$OUT/fused.json" >"$OUT/fused.txt" \
