@@ -48,14 +48,13 @@ SHAPES=(--shape 4,4096,16,32,128 --shape 1,4096,16,64,128 --shape 1,16384,16,32,
 rc=$?
 echo "gdn-bench --backend $BACKENDS: rc=$rc"
 [ $rc = 0 ] || FAILED=1
-grep -E "^($(echo $BACKENDS | tr , '|')) +custom .* (fwd|fwdbwd) " "$OUT/bar.txt"
+grep -E "^(${BACKENDS//,/|}) +custom .* (fwd|fwdbwd) " "$OUT/bar.txt"
 # A check's line: its name, then its result; gdn-bench --check prints one row per output.
 {
-  timeout 300 "$BIN/gdn-gpu-tests" >"$OUT/gpu_tests.log" 2>&1
+  out=$(timeout 300 "$BIN/gdn-gpu-tests" 2>&1)
   rc=$?
-  echo "gdn-gpu-tests: rc=$rc $(tail -1 "$OUT/gpu_tests.log")"
+  echo "gdn-gpu-tests: rc=$rc $(tail -1 <<<"$out")"
   [ $rc = 0 ] || FAILED=1
-  rm -f "$OUT/gpu_tests.log"
   for args in "4,4096,16,32,128" "1,4096,16,64,128" "1,16384,16,32,128 --varlen 8" \
     "1,16384,16,64,128 --varlen 8" "1,300,2,6,128 --varlen 3" "1,5000,4,8,128 --varlen 3"; do
     # shellcheck disable=SC2086  # a shape and its options
