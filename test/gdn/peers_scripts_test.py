@@ -8,7 +8,8 @@ caches (an earlier pack included, TileLang's temporary files not); that gpu_peer
 three cache variables at its own folder, with a carried pack unpacked there, only when the caller
 set none, and then packs what its runs compiled; that gpu_bar.sh runs nothing on a card other than
 the one the bar is for, and on that card the bench with FlashQLA, every check and ncu, failing when
-a check fails; and that pack_cache.sh's parts join to the pack.
+a check fails, and packs its own cache folder, not the caller's; and that pack_cache.sh's parts
+join to the pack.
 Run by CTest: peers_scripts_test.py PEERS_SCRIPT_DIR WORKDIR."""
 import json
 import os
@@ -305,15 +306,22 @@ def test_bar():
     ncu = [c["args"] for c in calls if c["tool"] == "ncu"]
     check(len(ncu) == 2 and all("--print-units" in a and "dram__bytes_read.sum" in
                                 a[a.index("--metrics") + 1] for a in ncu), f"ncu twice: {ncu}")
-    check(sorted(os.listdir(out)) == ["bar.json", "bar.txt", "checks.txt", "ncu.csv"],
-          f"four files: {os.listdir(out)}")
+    check(sorted(os.listdir(out)) ==
+          ["bar.json", "bar.txt", "checks.txt", "ncu.csv", "tilelang-cache.tar.xz"],
+          f"five files: {os.listdir(out)}")
+    names = pack_names(out) or []
+    check("./inductor" in names and "./triton" in names,
+          f"its own cache folder packed, as gpu_peers.sh packs it: {names}")
     check("fused              custom 4x4096x16/32x128" in p.stdout and
           "gdn-gpu-tests: rc=0" in p.stdout and "rc=0, 2 outputs ok, 0 failed" in p.stdout and
           "ERROR SUMMARY: 0 errors" in p.stdout and "1547.0 MB  2.29 TB/s" in p.stdout,
           f"the bench's rows, the checks and the per-kernel table printed: {p.stdout!r}")
 
+    mine = os.path.join(root, "my-cache")
     p, calls = run({"STUB_CARD": "NVIDIA H100 80GB HBM3", "BAR_CARD": "", "BAR_FLA": "1",
-                    "STUB_TESTS_RC": "1"})
+                    "STUB_TESTS_RC": "1", "TILELANG_CACHE_DIR": mine})
+    check(pack_names(out) is None and "the caller's own" in p.stdout,
+          f"a cache the caller set is not packed: {os.listdir(out)}")
     a = next((c["args"] for c in calls if c["tool"] == "gdn-bench"), [])
     check("--backend" in a and a[a.index("--backend") + 1] == "fla,flash_qla,fused",
           f"BAR_FLA=1 adds FLA: {a}")

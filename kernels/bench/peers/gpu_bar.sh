@@ -13,8 +13,9 @@
 # peers_env.sh. BAR_CARD (default H200, the card the bar is set on) is part of the card's name: on
 # any other card the script says so and exits 3 before installing anything, so that a machine of
 # the wrong kind costs seconds; BAR_CARD= runs on any card. Writes OUT_DIR/bar.txt and bar.json
-# (the bench), checks.txt and ncu.csv (a device call brings back a few files only), and prints the
-# bench's time rows, the checks and the per-kernel table (ncu_times.py). Exit code: 0 when the
+# (the bench), checks.txt, ncu.csv and, as gpu_peers.sh, the peers' compile cache as
+# tilelang-cache.tar.xz (a device call brings back a few files only), and prints the bench's time
+# rows, the checks and the per-kernel table (ncu_times.py). Exit code: 0 when the
 # bench ran and every check passed, 1 when one failed, 3 for the wrong card.
 set -u
 if [ $# != 3 ]; then
@@ -49,6 +50,13 @@ rc=$?
 echo "gdn-bench --backend $BACKENDS: rc=$rc"
 [ $rc = 0 ] || FAILED=1
 grep -E "^(${BACKENDS//,/|}) +custom .* (fwd|fwdbwd) " "$OUT/bar.txt"
+# Packed straight after the bench, so that a call stopped in the checks still brings back what
+# the peers compiled: the pack to carry next time (docs/gdn-bench.md, "Carrying the compile caches").
+if [ -n "$CACHE" ]; then
+  bash "$HERE/pack_cache.sh" "$CACHE" "$OUT" || FAILED=1
+else
+  echo "caches: the caller's own (a cache variable was set), not packed"
+fi
 # A check's line: its name, then its result; gdn-bench --check prints one row per output.
 {
   out=$(timeout 300 "$BIN/gdn-gpu-tests" 2>&1)
