@@ -21,15 +21,26 @@ PACKAGE = "qwen_gdn"
 
 
 def _project():
-    """name, version, description, requires-python from pyproject.toml's [project] table."""
+    """pyproject.toml's [project] table, with the version from the package (its one place)."""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         text = f.read().decode()
     try:
         import tomllib
-        return tomllib.loads(text)["project"]
-    except ImportError:  # Python < 3.11: the table holds only `key = "string"` lines
-        table = text.split("[project]", 1)[1].split("\n[", 1)[0]
-        return dict(re.findall(r'^([\w-]+)\s*=\s*"([^"]*)"', table, re.M))
+        project = tomllib.loads(text)["project"]
+    except ImportError:  # Python < 3.11: `key = "string"` lines and the extras' one-line lists
+        table = text.split("\n[project]", 1)[1].split("\n[", 1)[0]
+        project = dict(re.findall(r'^([\w-]+)\s*=\s*"([^"]*)"', table, re.M))
+        extras = text.split("\n[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+        project["optional-dependencies"] = {
+            name: re.findall(r'"([^"]*)"', items)
+            for name, items in re.findall(r"^([\w-]+)\s*=\s*\[(.*)\]", extras, re.M)}
+    project["version"] = _version()
+    return project
+
+
+def _version():
+    with open(os.path.join(ROOT, PACKAGE, "__init__.py")) as f:
+        return re.search(r'^__version__ = "([^"]+)"$', f.read(), re.M).group(1)
 
 
 def _dist(project):
@@ -42,6 +53,9 @@ def _metadata(project):
         lines.append(f"Summary: {project['description']}")
     if "requires-python" in project:
         lines.append(f"Requires-Python: {project['requires-python']}")
+    for extra, requirements in sorted(project.get("optional-dependencies", {}).items()):
+        lines.append(f"Provides-Extra: {extra}")
+        lines += [f'Requires-Dist: {r}; extra == "{extra}"' for r in requirements]
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""qwen_gdn on a Hopper GPU, against FLA (Triton kernels, FLA_FLASH_QLA=0), in one run:
+"""qwen_gdn on a Hopper GPU, against FLA (Triton kernels, FLA_FLASH_QLA=0). Each section is a
+pytest test (skipped without PyTorch, a GPU of sm_90 or newer, or the library; the FLA sections
+also without FLA); run as a script, it runs them all and writes every figure:
 
   op       forward and every gradient against FLA and an fp32 recurrence, with initial state and
            final-state gradient (dense; T not a multiple of 64; GVA; T = 1)
@@ -14,8 +16,9 @@
   train    200 AdamW steps of a small model of such layers, same seed, each backend: loss curves
   speed    layer and op fwd + bwd time and memory at the recipe shapes, FLA vs ours
 
-usage: gpu_check.py OUT_DIR [--deadline SECONDS] [--only SECTION,...]
-Writes OUT_DIR/gpu_check.json (every figure), OUT_DIR/loss.csv and OUT_DIR/loss.png, and prints a
+usage: python3 -m pytest python/qwen_gdn -k gpu       (speed is left to the script)
+       python3 test_gpu.py OUT_DIR [--deadline SECONDS] [--only SECTION,...]
+The script writes OUT_DIR/gpu_check.json (every figure), OUT_DIR/loss.csv and OUT_DIR/loss.png, and prints a
 table last. Exit 1 if any check failed.
 """
 
@@ -31,10 +34,27 @@ import traceback
 
 os.environ.setdefault("FLA_FLASH_QLA", "0")
 
-import torch  # noqa: E402
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 import qwen_gdn  # noqa: E402
+
+
+def _why_no_gpu():
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    if torch.cuda.get_device_capability()[0] < 9:
+        return f"{torch.cuda.get_device_name()} is older than sm_90"
+    try:
+        qwen_gdn.library_path()
+    except (OSError, RuntimeError) as e:
+        return str(e)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_no_gpu() is not None, reason=str(_why_no_gpu()))
 
 DEV = "cuda"
 START = time.time()
@@ -617,6 +637,25 @@ def section_speed():
 
 
 SECTIONS = ["op", "varlen", "checks", "fp32", "graph", "compile", "layer", "speed", "train"]
+
+
+FLA_SECTIONS = {"op", "varlen", "checks", "layer", "speed", "train"}
+
+
+@pytest.fixture(scope="module")
+def fla_ready():
+    pytest.importorskip("fla")
+    setup_fla()
+
+
+@pytest.mark.parametrize("name", [s for s in SECTIONS if s != "speed"])
+def test_section(name, request, tmp_path):
+    if name in FLA_SECTIONS:
+        request.getfixturevalue("fla_ready")
+    fn = globals()[f"section_{name}"]
+    ok = fn(str(tmp_path)) if name == "train" else fn()
+    bad = [row for row in ROWS if row[0] == name and not row[4]]
+    assert ok and not bad, bad
 
 
 def main():
