@@ -3,10 +3,12 @@ implementations, so torch.compile(fullgraph=True) traces through them, and an au
 that keeps the forward's saved context for the backward.
 
 Tensors, the workspace and the saved context come from PyTorch's caching allocator, and the
-kernels run on the current stream, so the ops work under CUDA-graph capture.
+kernels run on the current stream, so the ops work under CUDA-graph capture. Nothing on the
+default path waits for the device (see _flags).
 """
 
 import os
+import warnings
 from typing import Optional, Tuple
 
 import torch
@@ -65,16 +67,108 @@ def _saved_bytes_of(q, v, cu_seqlens):
     return torch.library.get_ctx().new_dynamic_size()
 
 
+# The kernels' verdict on the values (g <= 0 and finite, cu_seqlens, the saved context) is a status
+# word at the start of each run's workspace (kernels/gdn/common.cuh). Reading it right after the
+# run would wait for the stream: a host sync per forward and per backward. Instead each run ORs its
+# word into one flag word per device, on the stream (a one-element kernel, captured like the rest
+# under a CUDA graph), and the flag reaches the host without waiting: an eager call copies it into
+# pinned host memory behind the work it enqueued, and a later call reads that copy once its event
+# has completed. The flag word has the workspace's layout, so qr_gdn_input_error turns it into the
+# library's own message (that call waits, but only once there is an error to report, or in
+# check_errors()).
+_flags = {}  # device index -> int32 [64] on the device (256 bytes, the status granule)
+_copies = {}  # device index -> (pinned int32 [1], cuda.Event): the flag's last copy to the host
+_warned_capture = set()
+
+
+def _check_mode():
+    """"off" (QWEN_GDN_INPUT_CHECKS=0), "sync" (QWEN_GDN_SYNC_CHECKS=1: wait and raise after every
+    call, for debugging) or "deferred" (the default)."""
+    if os.environ.get("QWEN_GDN_INPUT_CHECKS", "1") == "0":
+        return "off"
+    return "sync" if os.environ.get("QWEN_GDN_SYNC_CHECKS", "0") == "1" else "deferred"
+
+
+def _flag(device, capturing):
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    flag = _flags.get(index)
+    if flag is None and not capturing:
+        flag = _flags[index] = torch.zeros(64, dtype=torch.int32, device=device)
+    return index, flag
+
+
+def _accumulate(ws, device, capturing):
+    """ORs the run's status word into the device's flag; returns (device index, flag or None)."""
+    index, flag = _flag(device, capturing)
+    if flag is None:
+        # Zeroing a new flag inside the capture would make it part of the graph, cleared on every
+        # replay; graphs are captured after an eager warm-up, which makes the flag.
+        if index not in _warned_capture:
+            _warned_capture.add(index)
+            warnings.warn(f"qwen_gdn: the first call on cuda:{index} is inside a CUDA graph "
+                          "capture; that graph's input checks are off (run one call eagerly first)",
+                          stacklevel=4)
+        return index, None
+    flag[:1].bitwise_or_(ws[:4].view(torch.int32))
+    return index, flag
+
+
+def _report(index, stream):
+    """Raises the library's message for the flagged bits (waits for the stream), clearing them."""
+    _copies.pop(index, None)
+    flag = _flags[index]
+    try:
+        _lib.input_error(_BACKEND, flag.data_ptr(), stream.cuda_stream)
+    finally:
+        flag.zero_()
+
+
+def _poll(index, flag, stream):
+    """Reads the flag's last copy if it has arrived (no wait), then sends a new one behind the
+    work just enqueued."""
+    copy = _copies.get(index)
+    if copy is not None:
+        host, done = copy
+        if not done.query():
+            return
+        if int(host[0]):  # pinned host memory the copy has filled: reading it waits for nothing
+            _report(index, stream)
+    else:
+        host, done = torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event()
+        _copies[index] = host, done
+    host.copy_(flag[:1], non_blocking=True)
+    done.record(stream)
+
+
+def _sync_check(ws, stream):
+    _lib.input_error(_BACKEND, ws.data_ptr(), stream.cuda_stream)
+
+
 def _launch(run, args, ws, device):
-    """Enqueues on the current stream; then, unless a CUDA graph is being captured or
-    QWEN_GDN_INPUT_CHECKS=0, waits for the kernels' verdict on the values (g <= 0 and finite,
-    cu_seqlens, the context) and raises ValueError naming what was wrong."""
-    stream = torch.cuda.current_stream(device).cuda_stream
+    """Enqueues the pass on the current stream, and its input verdict behind it (see _flags)."""
+    stream = torch.cuda.current_stream(device)
     with torch.cuda.device(device):
-        run(_BACKEND, args, stream)
-        if (os.environ.get("QWEN_GDN_INPUT_CHECKS", "1") != "0"
-                and not torch.cuda.is_current_stream_capturing()):
-            _lib.input_error(_BACKEND, ws.data_ptr(), stream)
+        run(_BACKEND, args, stream.cuda_stream)
+        mode = _check_mode()
+        if mode == "off":
+            return
+        capturing = torch.cuda.is_current_stream_capturing()
+        if mode == "sync" and not capturing:
+            _sync_check(ws, stream)
+            return
+        index, flag = _accumulate(ws, device, capturing)
+        if flag is not None and not capturing:
+            _poll(index, flag, stream)
+
+
+def check_errors():
+    """Raises ValueError (qwen_gdn's InvalidArgument) if any run since the last report met inputs
+    outside the kernels' contract, naming what was wrong, and clears the record. Waits for the
+    current stream of each device used: call it where the training loop synchronises anyway (the
+    loss's .item(), the end of a step), and after replaying CUDA graphs."""
+    for index in sorted(_flags):
+        with torch.cuda.device(index):
+            _report(index, torch.cuda.current_stream(index))
 
 
 def _empty(shape, dtype, like):

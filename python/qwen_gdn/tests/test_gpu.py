@@ -9,7 +9,9 @@ also without FLA); run as a script, it runs them all and writes every figure:
   checks   bad values refused with ValueError (g > 0, cu_seqlens), enable()'s fallback to FLA
   fp32     a gradcheck-style check at a small shape: our gradients against autograd through an
            fp32 token-by-token recurrence, with and without the in-kernel l2norm
-  graph    fwd + bwd captured in a CUDA graph, replayed on new inputs, against eager
+  nosync   the default path waits for nothing; bad values reported by check_errors(), a later
+           call, QWEN_GDN_SYNC_CHECKS=1, and from a CUDA graph's replay
+  graph    fwd + bwd captured in a CUDA graph (the defaults), replayed on new inputs, vs eager
   compile  torch.compile(fullgraph=True) of a loss through the op, fwd + bwd, against eager
   layer    fla.layers.GatedDeltaNet with the same weights on FLA and with qwen_gdn.enable():
            output and every parameter gradient, dense and with cu_seqlens
@@ -287,14 +289,19 @@ def section_checks():
     info = RESULTS.setdefault("checks", {})
     xs, _, _ = inputs(1, 200, 2, 4, 61, h0=False)
     q, k, v, g, beta = (x.detach() for x in xs)
+    def reported(fn):  # the value checks report at check_errors() (or a later call)
+        return lambda: (fn(), qwen_gdn.check_errors())
+
     cases = {
-        "g > 0 refused": (ValueError, "g must be <= 0", lambda: qwen_gdn.chunk_gated_delta_rule(
-            q, k, v, g.abs(), beta)),
-        "NaN g refused": (ValueError, "g must be <= 0", lambda: qwen_gdn.chunk_gated_delta_rule(
-            q, k, v, g.clone().index_fill_(1, torch.tensor([7], device=DEV), float("nan")), beta)),
-        "falling cu_seqlens refused": (ValueError, "cu_seqlens must rise strictly",
-                                       lambda: qwen_gdn.chunk_gated_delta_rule(
-            q, k, v, g, beta, cu_seqlens=torch.tensor([0, 50, 30, 200], device=DEV))),
+        "g > 0 refused": (ValueError, "g must be <= 0", reported(
+            lambda: qwen_gdn.chunk_gated_delta_rule(q, k, v, g.abs(), beta))),
+        "NaN g refused": (ValueError, "g must be <= 0", reported(
+            lambda: qwen_gdn.chunk_gated_delta_rule(
+                q, k, v, g.clone().index_fill_(1, torch.tensor([7], device=DEV), float("nan")),
+                beta))),
+        "falling cu_seqlens refused": (ValueError, "cu_seqlens must rise strictly", reported(
+            lambda: qwen_gdn.chunk_gated_delta_rule(
+                q, k, v, g, beta, cu_seqlens=torch.tensor([0, 50, 30, 200], device=DEV)))),
         "fp16 q refused": (TypeError, "q: dtype must be torch.bfloat16",
                            lambda: qwen_gdn.chunk_gated_delta_rule(q.half(), k, v, g, beta)),
         "K = 64 not covered": (qwen_gdn.Unsupported, "K = 64, V = 128 are not covered",
@@ -383,6 +390,65 @@ def section_graph():
     eager = run_varlen(qwen_gdn.chunk_gated_delta_rule, fresh, do, dht, fresh_cu.int())
     for name, a, b in zip(NAMES, outs, eager):
         ok &= record("graph", f"varlen replay, new offsets, vs eager {name}", rel(a, b), 1e-3)
+    return ok
+
+
+def section_nosync():
+    """The default path waits for nothing: with the stream busy for ~0.2 s, forward + backward
+    return at once; a bad g is reported by check_errors() (and by a later call), by the call itself
+    under QWEN_GDN_SYNC_CHECKS=1, and from a CUDA graph's replay."""
+    ok = True
+    xs, do, dht = inputs(2, 300, 2, 4, 31)
+    run(qwen_gdn.chunk_gated_delta_rule, xs, do, dht)  # warm: the flag, the pinned copy
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda._sleep(int(2e8))  # ~0.1-0.2 s of GPU clock cycles
+    t_sleep = time.perf_counter() - t0
+    run(qwen_gdn.chunk_gated_delta_rule, xs, do, dht)
+    t_host = time.perf_counter() - t0 - t_sleep
+    torch.cuda.synchronize()
+    t_all = time.perf_counter() - t0
+    RESULTS.setdefault("nosync", {})["host vs device s"] = [t_host, t_all]
+    ok &= record("nosync", "fwd+bwd host time / time to finish, stream busy", t_host / t_all, 0.25)
+    q, k, v, g, beta = (x.detach() for x in xs[:5])
+    good, message = expect_error(ValueError, "g must be <= 0", lambda: (
+        qwen_gdn.chunk_gated_delta_rule(q, k, v, g.abs(), beta), qwen_gdn.check_errors()))
+    ok &= record("nosync", "g > 0: check_errors() raises the library's message", 0.0 if good else 1.0,
+                 0.0, good)
+
+    def later_call():
+        qwen_gdn.chunk_gated_delta_rule(q, k, v, g.abs(), beta)
+        torch.cuda.synchronize()
+        for _ in range(3):  # the first reads the copy that the bad call sent
+            qwen_gdn.chunk_gated_delta_rule(q, k, v, g, beta)
+    good, message = expect_error(ValueError, "g must be <= 0", later_call)
+    ok &= record("nosync", "g > 0: a later call raises it", 0.0 if good else 1.0, 0.0, good)
+    qwen_gdn.check_errors()  # cleared by the report
+    os.environ["QWEN_GDN_SYNC_CHECKS"] = "1"
+    try:
+        good, message = expect_error(ValueError, "g must be <= 0",
+                                     lambda: qwen_gdn.chunk_gated_delta_rule(q, k, v, g.abs(), beta))
+    finally:
+        del os.environ["QWEN_GDN_SYNC_CHECKS"]
+    ok &= record("nosync", "QWEN_GDN_SYNC_CHECKS=1: the call raises", 0.0 if good else 1.0, 0.0,
+                 good)
+    static = [x.detach().clone().requires_grad_(True) for x in xs]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run(qwen_gdn.chunk_gated_delta_rule, static, do, dht)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run(qwen_gdn.chunk_gated_delta_rule, static, do, dht)
+    graph.replay()
+    qwen_gdn.check_errors()  # good inputs: nothing
+    with torch.no_grad():
+        static[3].copy_(static[3].abs())
+    graph.replay()
+    good, message = expect_error(ValueError, "g must be <= 0", qwen_gdn.check_errors)
+    ok &= record("nosync", "graph replay with g > 0: check_errors() raises", 0.0 if good else 1.0,
+                 0.0, good)
     return ok
 
 
@@ -636,7 +702,8 @@ def section_speed():
     return True
 
 
-SECTIONS = ["op", "varlen", "checks", "fp32", "graph", "compile", "layer", "speed", "train"]
+SECTIONS = ["op", "varlen", "checks", "nosync", "fp32", "graph", "compile", "layer", "speed",
+            "train"]
 
 
 FLA_SECTIONS = {"op", "varlen", "checks", "layer", "speed", "train"}

@@ -132,7 +132,7 @@ def test_import_needs_no_library():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed")
-@pytest.mark.parametrize("name", ["chunk_gated_delta_rule", "enable", "disable"])
+@pytest.mark.parametrize("name", ["chunk_gated_delta_rule", "enable", "disable", "check_errors"])
 def test_without_torch_the_torch_api_says_so(name):
     with pytest.raises(ImportError, match=f"qwen_gdn.{name} needs PyTorch"):
         getattr(qwen_gdn, name)()
