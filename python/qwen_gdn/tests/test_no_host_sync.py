@@ -32,7 +32,8 @@ class Module:
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef):
                         self.functions[f"{node.name}.{item.name}"] = item
-            elif isinstance(node, ast.ImportFrom) and node.level == 1:
+        for node in ast.walk(self.tree):  # imports inside functions too (torch-free modules)
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
                 for alias in node.names:
                     if node.module is None:  # from . import _lib
                         self.aliases[alias.asname or alias.name] = (alias.name, None)
@@ -122,6 +123,13 @@ OPS = [("_torch", "chunk_gated_delta_rule"), ("_torch", "chunk_fwd"), ("_torch",
 def test_the_ops_forward_and_backward_never_wait():
     seen, found = reachable_waits(OPS)
     assert ("_torch", "_launch") in seen and ("_lib", "forward") in seen  # the walk got there
+    assert found == []
+
+
+def test_the_megatron_layer_forward_never_waits():
+    seen, found = reachable_waits([("megatron", "_forward")])
+    assert {("_torch", "chunk_gated_delta_rule"), ("_torch", "_launch"), ("megatron", "_conv_silu"),
+            ("megatron", "_gates"), ("megatron", "check_packed")} <= seen
     assert found == []
 
 
