@@ -49,6 +49,14 @@ SHAPES = {"qwen35_35b": dict(hidden=2048, Hk=16, Hv=32, B=4, T=4096),
 RESULTS = {}
 ROWS = []  # (section, check, value, limit, ok)
 START = time.time()
+OUT = []  # the script's output folder, once known
+
+
+def save():
+    """Writes what is known so far (a run stopped at its time limit keeps it)."""
+    if OUT:
+        with open(os.path.join(OUT[0], "megatron_gpu.json"), "w") as f:
+            json.dump(dict(RESULTS, rows=ROWS), f, indent=1, default=str)
 
 
 def _why_not():
@@ -310,6 +318,7 @@ def timing(shapes=tuple(SHAPES), modes=("dense", "packed")):
                         cell["graph_error"] = traceback.format_exc(limit=3)
                 print(f"[{time.time() - START:6.1f}s] {shape} {mode} {variant}: {cell}",
                       flush=True)
+                save()
             use(layer, "stock", fla)
             stock = row["stock"]
             for variant in ("enable", "megatron"):
@@ -387,6 +396,7 @@ def main():
         warm(a.warm)
         return 0
     os.makedirs(a.out, exist_ok=True)
+    OUT.append(a.out)
     init_distributed()
     RESULTS["env"] = environment()
     print(RESULTS["env"], flush=True)
@@ -404,8 +414,7 @@ def main():
         if not ok:
             failed.append(name)
         print(f"[{time.time() - START:6.1f}s] {name}: {'ok' if ok else 'FAILED'}", flush=True)
-        with open(os.path.join(a.out, "megatron_gpu.json"), "w") as f:
-            json.dump(dict(RESULTS, rows=ROWS), f, indent=1, default=str)
+        save()
     for section, check, value, limit, ok in ROWS:
         print(f"{section:9} {'ok ' if ok else 'BAD'} {value:10.3e} <= {limit:.1e}  {check}")
     print("failed:", failed, "skipped:", RESULTS.get("skipped", []))
