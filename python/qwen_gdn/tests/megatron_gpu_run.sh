@@ -9,8 +9,8 @@
 # CARRY holds megatron-2a75ac12.tar.xz, megatron_core-0.19.2-*.whl, libqwen_gdn.so.1.xz and
 # peers/ (FLA's wheels, flashqla-site.tar.xz, optionally a tilelang-cache.tar.xz). In order:
 # the stock layer's first step at each timed shape in parallel processes (FlashQLA's TileLang
-# and FLA's Triton compile caches; with the numerics meanwhile, FLA_FLASH_QLA=0, for both
-# Megatron-Cores), then the timing (2a75ac12, FlashQLA on), then the caches packed into OUT_DIR.
+# and FLA's Triton compile caches) and, meanwhile, the numerics (FLA_FLASH_QLA=0) for both
+# Megatron-Cores, then the timing (2a75ac12, FlashQLA on), then the caches packed into OUT_DIR.
 set -uo pipefail
 carry=$(realpath "$1") out=$(realpath -m "$2") deadline=$3
 tests=$(cd "$(dirname "$0")" && pwd)
@@ -37,11 +37,13 @@ for job in qwen35_35b:dense qwen35_35b:packed qwen35_397b:dense qwen35_397b:pack
 done
 for mc in 2a75ac12:/tmp/mlm 0.19.2:/tmp/mc; do
   PYTHONPATH=${mc#*:}:$site FLA_FLASH_QLA=0 timeout "$(($(left) / 2))" python3 \
-    "$tests/test_megatron_gpu.py" "$out/${mc%%:*}" --sections numerics 2>&1 |
-    tee "$out/numerics-${mc%%:*}.log"
+    "$tests/test_megatron_gpu.py" "$out/${mc%%:*}" --sections numerics \
+    >"$out/numerics-${mc%%:*}.log" 2>&1 &
+  warm_pids+=($!)
 done
 wait "${warm_pids[@]}"
 tail -n 2 "$out"/warm-*.log
+tail -n 60 "$out"/numerics-*.log
 echo "megatron_gpu_run: warm and numerics done at $((SECONDS - start)) s"
 PYTHONPATH=/tmp/mlm:$site timeout "$(($(left) - 40))" python3 "$tests/test_megatron_gpu.py" \
   "$out/timing" --sections timing 2>&1 | tee "$out/timing-2a75ac12.log"
