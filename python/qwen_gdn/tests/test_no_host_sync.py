@@ -1,6 +1,6 @@
 """The default hot path makes no host synchronisation and no data-dependent allocation, shown by
 reading its source (no torch, no GPU needed): every function reachable from the ops' forward and
-backward (and the Megatron-Core layer's patched forward) through calls within the package makes
+backward (and FLA's patched function, and the Megatron-Core layer's patched forward) through calls within the package makes
 none of the calls that wait for the device or size a result by its data, except the two allowed
 behind their conditions: the opt-in QWEN_GDN_SYNC_CHECKS=1 wait, and the report of an error the
 device already flagged. test_gpu.py checks the same on the device (the host runs ahead of a busy
@@ -123,6 +123,12 @@ OPS = [("_torch", "chunk_gated_delta_rule"), ("_torch", "chunk_fwd"), ("_torch",
 def test_the_ops_forward_and_backward_never_wait():
     seen, found = reachable_waits(OPS)
     assert ("_torch", "_launch") in seen and ("_lib", "forward") in seen  # the walk got there
+    assert found == []
+
+
+def test_the_fla_drop_in_never_waits():
+    seen, found = reachable_waits([("_fla", "_not_covered"), ("_fla", "_adapted")])
+    assert ("_torch", "chunk_gated_delta_rule") in seen
     assert found == []
 
 
