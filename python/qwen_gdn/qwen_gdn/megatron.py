@@ -204,8 +204,9 @@ def _conv_silu(conv, x, weight, bias, activation, cu_seqlens):
     # Positions past a short sequence's end belong to the next one: those slots write the
     # sequence's own first output again, detached, so no index receives two values or gradients.
     fixed = torch.where(valid[:, :, None], fixed, fixed[:, :1].detach())
-    dest = torch.where(valid, pos, pos[:, :1])
-    return y[0].index_put((dest.reshape(-1),), fixed.reshape(-1, D)).unsqueeze(0)
+    dest = torch.where(valid, pos, pos[:, :1]).reshape(-1)
+    # In place: FLA's convolution keeps its input, not y, for the backward.
+    return y.index_put_((torch.zeros_like(dest), dest), fixed.reshape(-1, D))
 
 
 def _forward(layer, hidden_states, packed_seq_params, conv):
