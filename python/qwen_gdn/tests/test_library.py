@@ -51,7 +51,7 @@ def test_errors_map_to_python_exceptions(library):
 
 
 def tensors(shape, names):
-    B, T, Hk, Hv = shape.batch, shape.seq_len, shape.key_heads, shape.value_heads
+    T, Hk, Hv = shape.seq_len, shape.key_heads, shape.value_heads
     out = {}
     for i, name in enumerate(names):
         heads = Hk if name in ("q", "k", "dq", "dk") else Hv

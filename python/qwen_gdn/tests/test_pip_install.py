@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from stand_ins import PACKAGE_ROOT
 
 import qwen_gdn
