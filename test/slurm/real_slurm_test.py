@@ -299,7 +299,7 @@ class Test:
     def submit(self, case, script, expect):
         """sbatch SCRIPT from its own folder; `expect` says what its ranks must have seen."""
         env = dict(self.cluster.env, PATH=f"{self.bin}:{os.environ['PATH']}",
-                   QR_RECORD_DIR=str(self.records))
+                   QR_RECORD_DIR=str(self.records), PYTHONDONTWRITEBYTECODE="1")
         env.update(expect.pop("submit_env", {}))
         run = subprocess.run(["sbatch", "--parsable", script.name], cwd=script.parent, env=env,
                              capture_output=True, text=True, timeout=30)
@@ -328,6 +328,8 @@ class Test:
         state = re.search(r"\bJobState=(\S+)", info).group(1)
         exit_code = re.search(r"\bExitCode=(\S+)", info).group(1)
         out_file = script.parent / f"{expect.get('job_name', script.stem)}-{job}.out"
+        if not out_file.exists():
+            self.fail(case, f"job {job} wrote no {out_file.name} (#SBATCH --output)")
         output = out_file.read_text(errors="replace") if out_file.exists() else "(no output file)"
         want_state, want_exit = expect.get("state", ("COMPLETED", "0:0"))
         if (state, exit_code) != (want_state, want_exit):
@@ -497,36 +499,43 @@ def cases(t):
             "output": ["did not load train.global_batch_size from " + str(cwd / "job.yaml")]})
 
 
-# Cases that fail on the current launch (lib/launch), reported rather than fixed here. Each runs
-# and must still fail: once launch is fixed the case passes, and this test fails until its entry
-# is removed from this list.
-# - export-slurm-job-id (issue 41, item 1): `--export SLURM_JOB_ID=PATH[$(touch X)]` is written as
-#   a correctly quoted export, but the script then computes MASTER_PORT with
-#   $((20000 + SLURM_JOB_ID % 20000)), and bash evaluates the value as an arithmetic expression:
-#   the $(...) runs on the node, then the job fails. Fixed means: launch refuses the name (exit
-#   2, one error line, nothing written), or the job runs and nothing of the value executes.
-KNOWN_FAILURES = {"export-slurm-job-id"}
+# Cases that fail on the current launch (lib/launch), reported rather than fixed here, each with
+# the launch options it adds to a plain launch. Each runs and must still fail: once launch is
+# fixed the case passes, and this test fails until its entry is removed from this table. Fixed
+# means: launch refuses the value (exit 2, one error line, nothing written), or the job runs as
+# launched and nothing of the value executes.
+# - export-slurm-job-id (issue 41, item 1): the value is written as a correctly quoted export,
+#   but the script then computes MASTER_PORT with $((20000 + SLURM_JOB_ID % 20000)), and bash
+#   evaluates the value as an arithmetic expression: the $(...) runs on the node (creating
+#   PWNED-export-slurm-job-id), then the job fails.
+# - srun-arg-swallows (issue 41, item 5): `--srun-arg=-o` is accepted, and the real srun takes
+#   the next word of the script (`python`) as -o's value and `-c "$LOADER"` as a CPU count:
+#   srun refuses, the job fails and no rank starts.
+KNOWN_FAILURES = {
+    "export-slurm-job-id": ["--export", "SLURM_JOB_ID=PATH[$(touch {canary})]"],
+    "srun-arg-swallows": ["--srun-arg=-o"],
+}
 
 
 def known_failure_cases(t):
     """Writes and submits the KNOWN_FAILURES cases (checked with the others)."""
-    case = "export-slurm-job-id"
-    canary = t.root / "PWNED-arith"
-    cwd = t.root / "jobs" / case
-    cwd.mkdir(parents=True)
-    argv = [*RECIPE, "--megatron-bridge", str(STANDIN), "--export",
-            f"PYTHONPATH={STANDIN / 'src'}", "--export", f"SLURM_JOB_ID=PATH[$(touch {canary})]",
-            "-o", "job.sbatch"]
-    t.canaries[case] = canary
-    gen = t.qwen_recipe(["launch", *argv], cwd)
-    err = gen.stderr.decode(errors="replace")
-    if gen.returncode == 0:
-        t.submit(case, cwd / "job.sbatch", {
-            "argv": t.expected_argv(argv[:-2]), "config": cwd / "job.yaml",
-            "job_name": "qwen35_35b-b200-bf16"})
-    elif gen.returncode != 2 or not err.startswith("error: ") or err.count("\n") != 1 \
-            or list(cwd.iterdir()):
-        t.fail(case, f"refused with exit {gen.returncode}, {err!r}")
+    for case, options in KNOWN_FAILURES.items():
+        canary = t.root / f"PWNED-{case}"
+        cwd = t.root / "jobs" / case
+        cwd.mkdir(parents=True)
+        argv = [*RECIPE, "--megatron-bridge", str(STANDIN), "--export",
+                f"PYTHONPATH={STANDIN / 'src'}", *(o.format(canary=canary) for o in options),
+                "-o", "job.sbatch"]
+        t.canaries[case] = canary
+        gen = t.qwen_recipe(["launch", *argv], cwd)
+        err = gen.stderr.decode(errors="replace")
+        if gen.returncode == 0:
+            t.submit(case, cwd / "job.sbatch", {
+                "argv": t.expected_argv(argv[:-2]), "config": cwd / "job.yaml",
+                "job_name": "qwen35_35b-b200-bf16"})
+        elif gen.returncode != 2 or not err.startswith("error: ") or err.count("\n") != 1 \
+                or list(cwd.iterdir()):
+            t.fail(case, f"refused with exit {gen.returncode}, {err!r}")
 
 
 def main():
