@@ -61,6 +61,11 @@ def skip(why):
     sys.exit(SKIP)
 
 
+def daemon(name):
+    """A Slurm or munge program's path: the daemons are in /usr/sbin, which PATH may lack."""
+    return shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+
+
 def die_with_parent():
     """A daemon gets SIGTERM when this test dies, even by SIGKILL (a CTest timeout)."""
     PR_SET_PDEATHSIG = 1
@@ -180,16 +185,16 @@ PartitionName=gpus Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
     def start_all(self):
         self.write_config()
         etc = self.root / "etc"
-        self.start("munged", ["munged", "--foreground", "--force",
+        self.start("munged", [daemon("munged"), "--foreground", "--force",
                               f"--socket={self.root}/munge.socket",
                               f"--key-file={etc}/munge.key", f"--log-file={self.log}/munged.log",
                               f"--pid-file={self.root}/munged.pid",
                               f"--seed-file={self.root}/munged.seed"])
         self.wait_for("munged's socket", lambda: (self.root / "munge.socket").exists())
-        self.start("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
+        self.start("slurmctld", [daemon("slurmctld"), "-D", "-f", str(self.conf)])
         self.wait_for("slurmctld answering",
                       lambda: self.slurm("scontrol", "ping", check=False).count("UP") > 0)
-        self.start("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
+        self.start("slurmd", [daemon("slurmd"), "-D", "-f", str(self.conf), "-N", NODE])
         self.wait_for("the node idle", lambda: self.slurm(
             "sinfo", "--noheader", "--format=%T", check=False).strip() == "idle")
         return self
@@ -543,7 +548,7 @@ def main():
     if os.geteuid() != 0:
         skip("not root: a test Slurm runs slurmd as root (SlurmdUser=root)")
     missing = [b for b in ("munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue",
-                           "scontrol") if shutil.which(b) is None]
+                           "scontrol") if daemon(b) is None]
     if missing:
         skip(f"{', '.join(missing)} not installed (Debian: slurmctld slurmd slurm-client munge; "
              "scripts/setup installs them)")

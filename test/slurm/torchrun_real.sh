@@ -21,7 +21,7 @@ command -v torchrun >/dev/null || { echo "torchrun_real.sh: no torchrun on PATH"
 mkdir -p "$work/bin" "$work/records" "$work/elsewhere"
 work=$(cd "$work" && pwd)
 ln -sf "$python" "$work/bin/python" # the script runs `python`, the node's own
-jobs="$work/jobs \$(touch $work/PWNED) 'q'" # a hostile folder: the config path holds it
+jobs="$work/jobs \$(touch PWNED) 'q'" # a hostile folder: the config path holds it
 mkdir -p "$jobs"
 canary="$work/PWNED"
 # The values, as JSON: each goes through --export, an --env-file line and a YAML escape
@@ -78,6 +78,7 @@ for name in ("RANK", "LOCAL_RANK"):
     if got != list(range(gpus)):
         failures.append(f"{name} {got}, want 0-{gpus - 1}")
 data = yaml.safe_load(pathlib.Path(config).read_text(encoding="utf-8"))
+as_recorded = json.loads(json.dumps(data))  # the record went through JSON (string keys)
 for r in records:
     env, where = r["env"], f"rank {r['ranks']['RANK']}"
     want = {"WORLD_SIZE": str(gpus), "LOCAL_WORLD_SIZE": str(gpus), "MASTER_ADDR": "127.0.0.1"}
@@ -90,7 +91,7 @@ for r in records:
             failures.append(f"{where}: {name}={env.get(name)!r}, want {value!r}")
     if r["argv"] != ["run_script.py", *plan["entry_args"]]:
         failures.append(f"{where}: argv {r['argv']}")
-    if r["config"] != config or r["config_data"] != data:
+    if r["config"] != config or r["config_data"] != as_recorded:
         failures.append(f"{where}: config {r['config']!r}, want {config!r} as PyYAML reads it")
 if pathlib.Path(canary).exists() or list(pathlib.Path(work).rglob("PWNED")):
     failures.append("a payload ran: a PWNED file was created")
