@@ -255,7 +255,7 @@ class Test:
         (self.bin / "python").symlink_to(sys.executable)
         self.failures = {}  # case -> what failed
         self.canaries = {"hostile values": self.canary}  # case -> a file its payloads create
-        self.jobs = {}  # job id -> case
+        self.jobs = {}  # job id -> (case, script, what its ranks must have seen)
 
     def fail(self, case, what):
         self.failures.setdefault(case, []).append(what)
@@ -285,13 +285,12 @@ class Test:
                               timeout=60)
 
     def launch(self, case, argv, cwd):
-        """Writes a launch; returns its stdout, or None (and a failure) if it was refused."""
+        """Writes a launch; False (and a failure) if launch refused it."""
         cwd.mkdir(parents=True, exist_ok=True)
         gen = self.qwen_recipe(["launch", *argv], cwd)
         if gen.returncode != 0:
             self.fail(case, f"launch refused: {gen.stderr.decode(errors='replace').strip()}")
-            return None
-        return gen.stdout
+        return gen.returncode == 0
 
     def expected_argv(self, argv):
         """The entry point's argv as `launch --format json` states it."""
@@ -305,7 +304,6 @@ class Test:
         """sbatch SCRIPT from its own folder; `expect` says what its ranks must have seen."""
         env = dict(self.cluster.env, PATH=f"{self.bin}:{os.environ['PATH']}",
                    QR_RECORD_DIR=str(self.records), PYTHONDONTWRITEBYTECODE="1")
-        env.update(expect.pop("submit_env", {}))
         run = subprocess.run(["sbatch", "--parsable", script.name], cwd=script.parent, env=env,
                              capture_output=True, text=True, timeout=30)
         if run.returncode != 0:
@@ -347,6 +345,10 @@ class Test:
             self.fail(case, f"job name {self.job_field(job, '%j')!r}, want {expect['job_name']!r}")
         if "comment" in expect and self.job_field(job, "%k") != expect["comment"]:
             self.fail(case, f"comment {self.job_field(job, '%k')!r}, want {expect['comment']!r}")
+        for name, want in expect.get("slurm", {}).items():
+            got = re.search(rf"\b{name}=(\S+)", info)
+            if got is None or got.group(1) != want:
+                self.fail(case, f"job {job}: Slurm has {name}={got and got.group(1)!r}, want {want!r}")
         records = sorted(self.records.glob(f"{job}-*.json"))
         if want_state != "COMPLETED":
             if records:
@@ -421,10 +423,13 @@ def cases(t):
             "--export", "NCCL_SOCKET_IFNAME=lo", "--export", "QR_OVERRIDDEN=from-export",
             "--srun-arg=--cpu-bind=none", "--srun-arg=--export=ALL,QR_SRUN_VAR=from-srun",
             "--sbatch-arg=--comment=qwen-recipe real Slurm test", "-o", "job.sbatch"]
-    if t.launch("default", argv, cwd) is not None:
+    if t.launch("default", argv, cwd):
         t.submit("default", cwd / "job.sbatch", {
             "argv": t.expected_argv(argv[:-2]), "config": cwd / "job.yaml",
             "job_name": "qwen35_35b-b200-bf16", "comment": "qwen-recipe real Slurm test",
+            "slurm": {"Partition": "gpus", "TimeLimit": "00:05:00", "NumNodes": "1",
+                      "NumTasks": str(GPUS), "TresPerNode": f"gres:gpu:{GPUS}",
+                      "OverSubscribe": "NO"},  # --exclusive
             "env": {"QR_SITE_PROXY": "http://proxy:3128", "QR_SITE_CRLF": "dropped-cr",
                     "QR_OVERRIDDEN": "from-export", "NCCL_SOCKET_IFNAME": "lo",
                     "PYTHONPATH": str(standin_src), "QR_SRUN_VAR": "from-srun"}})
@@ -450,7 +455,7 @@ def cases(t):
         argv += ["--export", f"QR_EXPORT_{k.upper()}={v}"]
     script = cwd / "job $(touch PWNED) 'q'.sbatch"
     argv += ["-o", str(script)]
-    if t.launch("hostile", argv, cwd) is not None:
+    if t.launch("hostile", argv, cwd):
         env = {f"QR_YAML_{k.upper()}": v for k, v in p.items()}
         env.update({f"QR_EXPORT_{k.upper()}": v for k, v in one_line.items()})
         env.update({f"QR_FILE_{k.upper()}": v for k, v in one_line.items()})
@@ -478,7 +483,7 @@ def cases(t):
             "--srun-arg=--cpu-bind=none", "--sbatch-arg=--comment=sweep",
             "+env_vars.QR_SWEEP=" + ",".join(map(json.dumps, values)),
             "--multirun", "--out-dir", "runs"]
-    if t.launch("sweep", argv, cwd) is not None:
+    if t.launch("sweep", argv, cwd):
         plan = t.expected_argv(argv[:-4])
         index = yaml.safe_load((cwd / "runs" / "multirun.yaml").read_text(encoding="utf-8"))
         if len(index["runs"]) != len(values):
@@ -498,7 +503,7 @@ def cases(t):
     cwd = jobs / "dropped"
     argv = [*RECIPE, "--megatron-bridge", str(STANDIN), "--export", f"PYTHONPATH={standin_src}",
             "--export", "QR_STANDIN_DROP=train.global_batch_size", "-o", "job.sbatch"]
-    if t.launch("dropped-key", argv, cwd) is not None:
+    if t.launch("dropped-key", argv, cwd):
         t.submit("dropped-key", cwd / "job.sbatch", {
             "state": ("FAILED", "1:0"), "job_name": "qwen35_35b-b200-bf16",
             "output": ["did not load train.global_batch_size from " + str(cwd / "job.yaml")]})
