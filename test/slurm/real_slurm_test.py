@@ -521,9 +521,14 @@ def cases(t):
 # - srun-arg-swallows (issue 41, item 5): `--srun-arg=-o` is accepted, and the real srun takes
 #   the next word of the script (`python`) as -o's value and `-c "$LOADER"` as a CPU count:
 #   srun refuses, the job fails and no rank starts.
+# - job-name-slash: a job name holding `/` is accepted (with -o, it names no file of launch's),
+#   but the script's `#SBATCH --output=%x-%j.out` makes it a path: Slurm cannot open
+#   `sub/x-JOB.out`, so the job fails (exit code 0:53) before its script runs, and leaves no log
+#   at all; `--job-name ../x` puts the log outside the submit folder.
 KNOWN_FAILURES = {
     "export-slurm-job-id": ["--export", "SLURM_JOB_ID=PATH[$(touch {canary})]"],
     "srun-arg-swallows": ["--srun-arg=-o"],
+    "job-name-slash": ["--job-name", "sub/x"],
 }
 
 
@@ -540,9 +545,11 @@ def known_failure_cases(t):
         gen = t.qwen_recipe(["launch", *argv], cwd)
         err = gen.stderr.decode(errors="replace")
         if gen.returncode == 0:
+            job_name = options[options.index("--job-name") + 1] if "--job-name" in options \
+                else "qwen35_35b-b200-bf16"
             t.submit(case, cwd / "job.sbatch", {
                 "argv": t.expected_argv(argv[:-2]), "config": cwd / "job.yaml",
-                "job_name": "qwen35_35b-b200-bf16"})
+                "job_name": job_name})
         elif gen.returncode != 2 or not err.startswith("error: ") or err.count("\n") != 1 \
                 or list(cwd.iterdir()):
             t.fail(case, f"refused with exit {gen.returncode}, {err!r}")
