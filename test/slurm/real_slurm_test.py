@@ -18,6 +18,8 @@ Launches:
 - sweep: --multirun over a hostile env value: each run's job loads its own config;
 - dropped-key: the stand-in's from_yaml loses a key; the loader must stop the job, and Slurm
   must report it failed;
+- refused: a line break in --export, --job-name, --sbatch-arg or --srun-arg is refused (exit 2,
+  one error line, nothing written), as docs/launch.md says;
 - KNOWN_FAILURES: cases that fail on the current launch, each naming why (see that list).
 
 Every job must end COMPLETED with exit code 0:0 (but the one meant to fail), with one task per
@@ -104,7 +106,7 @@ class Cluster:
         for i in range(GPUS):
             (dev / f"gpu{i}").symlink_to("/dev/null")
         ctld_port, slurmd_port = free_ports(2)
-        memory_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20 // 2
+        memory_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
         host = socket.gethostname().split(".")[0]
         # The node is declared with at least one CPU per GPU, as a GPU node has; the machine
         # running the test may have fewer (CI has 2), which config_overrides allows. Slurm
