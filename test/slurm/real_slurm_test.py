@@ -142,10 +142,12 @@ MpiDefault=none
 ReturnToService=2
 MinJobAge=3600
 GresTypes=gpu
-NodeName={NODE} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mib} Gres=gpu:{GPUS} State=UNKNOWN
+NodeName={NODE} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mib} \
+Gres=gpu:{GPUS} State=UNKNOWN
 PartitionName=gpus Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 """)
-        (etc / "gres.conf").write_text(f"AutoDetect=off\nNodeName={NODE} Name=gpu File={dev}/gpu[0-{GPUS - 1}]\n")
+        (etc / "gres.conf").write_text(
+            f"AutoDetect=off\nNodeName={NODE} Name=gpu File={dev}/gpu[0-{GPUS - 1}]\n")
 
     def start(self, name, argv):
         with open(self.log / f"{name}.out", "wb") as out:
@@ -350,7 +352,8 @@ class Test:
         for name, want in expect.get("slurm", {}).items():
             got = re.search(rf"\b{name}=(\S+)", info)
             if got is None or got.group(1) != want:
-                self.fail(case, f"job {job}: Slurm has {name}={got and got.group(1)!r}, want {want!r}")
+                self.fail(case, f"job {job}: Slurm has {name}={got and got.group(1)!r}, "
+                                f"want {want!r}")
         records = sorted(self.records.glob(f"{job}-*.json"))
         if want_state != "COMPLETED":
             if records:
@@ -450,7 +453,8 @@ def cases(t):
     sbatch_safe = "c $(touch PWNED) `touch PWNED` a'b #c;d PATH[$(touch PWNED)]"
     argv = [*RECIPE, "--megatron-bridge", str(bridge), "--export", f"PYTHONPATH={bridge}/src",
             "--env-file", str(jobs / "hostile.env"), "--job-name", sbatch_safe,
-            f"--sbatch-arg=--comment={sbatch_safe}", f"--srun-arg=--export=ALL,QR_SRUN={sbatch_safe}"]
+            f"--sbatch-arg=--comment={sbatch_safe}",
+            f"--srun-arg=--export=ALL,QR_SRUN={sbatch_safe}"]
     for k, v in p.items():
         argv.append(f"+env_vars.QR_YAML_{k.upper()}={json.dumps(v)}")
     for k, v in one_line.items():

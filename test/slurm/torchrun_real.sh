@@ -16,7 +16,10 @@ work=${2:-$(mktemp -d)}
 here=$(cd "$(dirname "$0")" && pwd)
 python=$(command -v python3)
 command -v torchrun >/dev/null || { echo "torchrun_real.sh: no torchrun on PATH" >&2; exit 2; }
-"$python" -c 'import torch, yaml' || { echo "torchrun_real.sh: $python lacks torch or yaml" >&2; exit 2; }
+if ! "$python" -c 'import torch, yaml'; then
+  echo "torchrun_real.sh: $python lacks torch or yaml" >&2
+  exit 2
+fi
 
 mkdir -p "$work/bin" "$work/records" "$work/elsewhere"
 work=$(cd "$work" && pwd)
@@ -30,8 +33,9 @@ values=$(
   "$python" - "$canary" <<'PY'
 import json, sys
 c = sys.argv[1]
-print(json.dumps({"SUBST": f"$(touch {c})", "BACKQUOTE": f"`touch {c}`", "ARITH": f"PATH[$(touch {c})]",
-                  "SQUOTE": "a'b", "DQUOTE": 'a"b', "SEMICOLON": f"a;touch {c}", "DOLLAR": "$HOME",
+print(json.dumps({"SUBST": f"$(touch {c})", "BACKQUOTE": f"`touch {c}`",
+                  "ARITH": f"PATH[$(touch {c})]", "SQUOTE": "a'b", "DQUOTE": 'a"b',
+                  "SEMICOLON": f"a;touch {c}", "DOLLAR": "$HOME",
                   "BLANK": " a  b ", "LF": f"a\nb $(touch {c})", "CR": "a\rb", "LS": "a\u2028b"}))
 PY
 )
@@ -53,7 +57,10 @@ plan_dir=$(mktemp -d "$work/plan.XXXX")
 (cd "$plan_dir" && "$binary" -q launch "${args[@]}" --format json --config plan.yaml >plan.json)
 
 # Run from another folder, as on a node: NODE_RANK and MASTER_ADDR set, a free port.
-port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$("$python" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
 start=$(date +%s.%N)
 (cd "$work/elsewhere" && env PATH="$work/bin:$PATH" QR_RECORD_DIR="$work/records" NODE_RANK=0 \
    MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" bash "$jobs/job.sh") >"$work/torchrun.log" 2>&1 || {
@@ -63,11 +70,13 @@ start=$(date +%s.%N)
 }
 end=$(date +%s.%N)
 
-"$python" - "$work" "$jobs/job.yaml" "$plan_dir/plan.json" "$values" "$canary" "$start" "$end" <<'PY'
+"$python" - "$work" "$jobs/job.yaml" "$plan_dir/plan.json" "$values" "$canary" "$start" \
+  "$end" <<'PY'
 import json, pathlib, sys
 import yaml
 work, config, plan, values, canary, start, end = sys.argv[1:]
-records = [json.loads(p.read_text()) for p in sorted(pathlib.Path(work, "records").glob("torchrun-*.json"))]
+records = [json.loads(p.read_text())
+           for p in sorted(pathlib.Path(work, "records").glob("torchrun-*.json"))]
 plan, values = json.loads(pathlib.Path(plan).read_text()), json.loads(values)
 gpus = plan["gpus_per_node"]
 failures = []
