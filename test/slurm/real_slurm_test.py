@@ -385,6 +385,8 @@ class Test:
                                ("MASTER_PORT", str(20000 + int(job) % 20000))):
                 if env.get(name) != want:
                     self.fail(case, f"{where}: {name}={env.get(name)!r}, want {want!r}")
+            if "cwd" in expect and r["cwd"] != expect["cwd"]:  # srun's --chdir
+                self.fail(case, f"{where}: ran in {r['cwd']!r}, want {expect['cwd']!r}")
             if r["argv"] != expect["argv"]:
                 self.fail(case, f"{where}: argv {r['argv']}, want {expect['argv']}")
             if r["config"] != str(expect["config"]):
@@ -426,7 +428,7 @@ def cases(t):
     argv = [*RECIPE, "--megatron-bridge", str(STANDIN), "-p", "gpus", "-t", "00:05:00",
             "--env-file", str(jobs / "site.env"), "--export", f"PYTHONPATH={standin_src}",
             "--export", "NCCL_SOCKET_IFNAME=lo", "--export", "QR_OVERRIDDEN=from-export",
-            "--srun-arg=--cpu-bind=none", "--srun-arg=--export=ALL,QR_SRUN_VAR=from-srun",
+            "--srun-arg=--cpu-bind=none", f"--srun-arg=--chdir={jobs}",
             "--sbatch-arg=--comment=qwen-recipe real Slurm test", "-o", "job.sbatch"]
     if t.launch("default", argv, cwd):
         t.submit("default", cwd / "job.sbatch", {
@@ -437,7 +439,8 @@ def cases(t):
                       "OverSubscribe": "NO"},  # --exclusive
             "env": {"QR_SITE_PROXY": "http://proxy:3128", "QR_SITE_CRLF": "dropped-cr",
                     "QR_OVERRIDDEN": "from-export", "NCCL_SOCKET_IFNAME": "lo",
-                    "PYTHONPATH": str(standin_src), "QR_SRUN_VAR": "from-srun"}})
+                    "PYTHONPATH": str(standin_src)},
+            "cwd": str(jobs)})
 
     # hostile: every payload through each route that accepts it, in one job. In a file name
     # (the job's output file is named after the job) the payloads create PWNED in the folder
@@ -448,13 +451,14 @@ def cases(t):
     bridge = t.root / "bridge $(touch PWNED) a'b;c"
     shutil.copytree(STANDIN, bridge)
     site_env_file(jobs / "hostile.env", {f"QR_FILE_{k.upper()}": v for k, v in one_line.items()})
-    # sbatch reads an #SBATCH value between double quotes (launch refuses `"` and `\`); srun
-    # splits its own --export value at commas.
+    # sbatch reads an #SBATCH value between double quotes (launch refuses `"` and `\`).
     sbatch_safe = "c $(touch PWNED) `touch PWNED` a'b #c;d PATH[$(touch PWNED)]"
+    rank_dir = t.root / "ranks $(touch PWNED) `touch PWNED` a'b;c #d"
+    rank_dir.mkdir()
     argv = [*RECIPE, "--megatron-bridge", str(bridge), "--export", f"PYTHONPATH={bridge}/src",
             "--env-file", str(jobs / "hostile.env"), "--job-name", sbatch_safe,
             f"--sbatch-arg=--comment={sbatch_safe}",
-            f"--srun-arg=--export=ALL,QR_SRUN={sbatch_safe}"]
+            f"--srun-arg=--chdir={rank_dir}"]
     for k, v in p.items():
         argv.append(f"+env_vars.QR_YAML_{k.upper()}={json.dumps(v)}")
     for k, v in one_line.items():
@@ -465,10 +469,10 @@ def cases(t):
         env = {f"QR_YAML_{k.upper()}": v for k, v in p.items()}
         env.update({f"QR_EXPORT_{k.upper()}": v for k, v in one_line.items()})
         env.update({f"QR_FILE_{k.upper()}": v for k, v in one_line.items()})
-        env.update({"QR_SRUN": sbatch_safe, "SLURM_JOB_NAME": sbatch_safe})
+        env["SLURM_JOB_NAME"] = sbatch_safe
         t.submit("hostile", script, {
             "argv": t.expected_argv(argv[:-2]), "config": script.with_suffix(".yaml"),
-            "job_name": sbatch_safe, "comment": sbatch_safe, "env": env})
+            "job_name": sbatch_safe, "comment": sbatch_safe, "env": env, "cwd": str(rank_dir)})
 
     # A line break in a value that reaches a command line or #SBATCH line is refused, as the
     # docs say; refused means nothing written.
