@@ -334,7 +334,8 @@ class Test:
         info = self.cluster.slurm("scontrol", "show", "job", "--oneliner", job)
         state = re.search(r"\bJobState=(\S+)", info).group(1)
         exit_code = re.search(r"\bExitCode=(\S+)", info).group(1)
-        out_file = script.parent / f"{expect.get('job_name', script.stem)}-{job}.out"
+        log_name = expect.get("log", "{name}-{job}.out")  # launch's --output=%x-%j.out
+        out_file = script.parent / log_name.format(name=expect.get("job_name"), job=job)
         if not out_file.exists():
             self.fail(case, f"job {job} wrote no {out_file.name} (#SBATCH --output)")
         output = out_file.read_text(errors="replace") if out_file.exists() else "(no output file)"
@@ -490,7 +491,7 @@ def cases(t):
     values = [p["lf"], p["arith"]]
     cwd = jobs / "sweep"
     argv = [*RECIPE, "--megatron-bridge", str(STANDIN), "--export", f"PYTHONPATH={standin_src}",
-            "--srun-arg=--cpu-bind=none", "--sbatch-arg=--comment=sweep",
+            "--srun-arg=--cpu-bind=none", "--sbatch-arg=--output=sweep-%j.log",
             "+env_vars.QR_SWEEP=" + ",".join(map(json.dumps, values)),
             "--multirun", "--out-dir", "runs"]
     if t.launch("sweep", argv, cwd):
@@ -507,7 +508,8 @@ def cases(t):
             name = re.search(r"^#SBATCH --job-name=(.*)$", script.read_text(), re.M).group(1)
             t.submit("sweep", script, {
                 "argv": plan, 
-                "config": config, "job_name": name.strip('"'), "env": {"QR_SWEEP": value}})
+                "config": config, "job_name": name.strip('"'), "env": {"QR_SWEEP": value},
+                "log": "sweep-{job}.log"})
 
     # dropped-key: the loader stops the job before the entry point runs; Slurm says it failed.
     cwd = jobs / "dropped"
