@@ -2,9 +2,7 @@
 // forward's prep writes qn, kn, G, A and the rstd of q and k to the saved context (stamped with
 // its shape and options, plus the chunk map when varlen): FLA's set. Backward: save_scan and
 // bwd_scan (forming what they need from the context) -> bwd_intra, after prep forms the context
-// when none is given (on sm_90 with QR_GDN_HOPPER_SCANS naming `fused_bwd`: save_scan -> one
-// kernel for bwd_scan and bwd_intra, fused_bwd_hopper.cu); the backward kernels that read the
-// context check its stamp first. Every run clears the workspace's status word first
+// when none is given; the backward kernels that read the context check its stamp first. Every run clears the workspace's status word first
 // (input_error).
 #include "fused.cuh"
 
@@ -212,13 +210,6 @@ public:
                                a.d_initial_state, pipe, st);
       };
     };
-    // bwd_scan and bwd_intra in one kernel after save_scan (not the split: its segments' passes
-    // are bwd_scan's)
-    if ((sg.hopper & kHopperFusedBwd) && !sg.split) {
-      if (e = save(sg)(stream); !e.empty())
-        return e;
-      return launch_fused_bwd_hopper(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
-    }
     const ScanGrid pg = pair_grid(geo, sg, sms);
     // On Hopper the pipeline (fused.cuh, Pipeline): save_scan, then bwd_scan as its dependent
     // (side by side where both fit in one wave: pair_grid), then bwd_intra_ws as bwd_scan's,

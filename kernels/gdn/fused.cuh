@@ -636,9 +636,5 @@ std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspac
 std::string launch_bwd_intra_ws(const Geo& geo, const FwdInputs& in, const Workspace& ws,
                                 Ref<const bf16> d_o, const BwdArgs& out, Pipeline pipe,
                                 cudaStream_t st);
-// bwd_scan + bwd_intra in one kernel, then the group sum of dq, dk (fused_bwd_hopper.cu; sm_90a;
-// after save_scan, not split; its per-head dq, dk rows take ws.dh's place).
-std::string launch_fused_bwd_hopper(const Geo& geo, const FwdInputs& in, const Workspace& ws,
-                                    Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st);
 
 } // namespace qr::gdn::fused

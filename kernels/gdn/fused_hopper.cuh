@@ -1,7 +1,7 @@
 // What the Hopper scans (fused_scan_hopper.cu, fused_bwd_scan_hopper.cu; sm_90a) share: the
 // stage a producer warpgroup fills per chunk and their ring, the producer itself, the warpgroups'
 // register split, the named-barrier ids of their hand-offs, and the Ms epilogue; and the Fill
-// (an mbarrier pair per single buffer) of fused_bwd_intra_ws.cu and fused_bwd_hopper.cu.
+// (an mbarrier pair per single buffer) of fused_bwd_intra_ws.cu.
 //
 // A CTA has NS state warpgroups (one per 64 value columns, warpgroups 0 .. NS - 1), one side
 // warpgroup (NS: the forward's output or store warpgroup, the backward's side warpgroup) and the

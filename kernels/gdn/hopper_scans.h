@@ -2,9 +2,7 @@
 // fused_bwd_scan_hopper.cu, fused_bwd_intra_ws.cu). On an sm_90 device all of them do unless
 // QR_GDN_HOPPER_SCANS names a subset: a comma list of fwd, save, seg_fwd, bwd, seg_bwd,
 // bwd_intra, or `none`. A diagnostic, to compare the two paths in one binary and to find which
-// kernel is at fault when a run fails. `fused_bwd` (fused_bwd_hopper.cu: bwd_scan and bwd_intra
-// in one kernel, correct on the H200 and not yet faster) is off unless named; where it runs it
-// replaces bwd and bwd_intra. Plain C++ (the CPU tests include it).
+// kernel is at fault when a run fails. Plain C++ (the CPU tests include it).
 #pragma once
 
 #include <algorithm>
@@ -20,8 +18,7 @@ enum HopperScan : unsigned {
   kHopperBwd = 8,
   kHopperSegBwd = 16,
   kHopperIntra = 32,
-  kHopperAll = 63,      // unset: every kernel above
-  kHopperFusedBwd = 64, // only when named
+  kHopperAll = 63, // unset: every kernel above
 };
 
 // The HopperScan bits that `list` (the variable's value; null: unset) selects, or an error
@@ -37,8 +34,7 @@ inline std::string parse_hopper_scans(const char* list, unsigned& bits) {
     return {};
   static constexpr std::pair<const char*, unsigned> kNames[] = {
       {"fwd", kHopperFwd},           {"save", kHopperSave},      {"seg_fwd", kHopperSegFwd},
-      {"bwd", kHopperBwd},           {"seg_bwd", kHopperSegBwd}, {"bwd_intra", kHopperIntra},
-      {"fused_bwd", kHopperFusedBwd}};
+      {"bwd", kHopperBwd},           {"seg_bwd", kHopperSegBwd}, {"bwd_intra", kHopperIntra}};
   for (size_t at = 0; at <= text.size();) {
     const size_t end = std::min(text.find(',', at), text.size());
     const std::string name = text.substr(at, end - at);
@@ -47,7 +43,7 @@ inline std::string parse_hopper_scans(const char* list, unsigned& bits) {
       bit = name == known ? b : bit;
     if (!bit)
       return "QR_GDN_HOPPER_SCANS: unknown scan '" + name +
-             "' (a comma list of fwd, save, seg_fwd, bwd, seg_bwd, bwd_intra, fused_bwd, or none)";
+             "' (a comma list of fwd, save, seg_fwd, bwd, seg_bwd, bwd_intra, or none)";
     bits |= bit;
     at = end + 1;
   }
