@@ -4,7 +4,7 @@
 // product of the same bf16 values; and a fragment round trip (store_pair / load_pair) through a
 // tile. Needs sm_90a: exits 77 (CTest: skipped) without a CUDA device or on another
 // architecture.
-#include "hopper_wgmma.cuh"
+#include "sm90/wgmma.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <vector>
 
 using namespace qr::gdn;
-using namespace qr::gdn::hopper;
+using namespace qr::gdn::sm90;
 
 namespace {
 

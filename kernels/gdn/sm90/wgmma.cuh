@@ -1,4 +1,4 @@
-// Hopper (sm_90a) pieces of the warp-specialised scans (fused_scan_hopper.cu): bf16 tiles in
+// Hopper (sm_90a) pieces of the warp-specialised scans (fused_scan.cu): bf16 tiles in
 // wgmma's 128-byte-swizzle layout, their m64n64k16 products on the warpgroup MMA (hand-written
 // PTX), and the barriers that hand tiles between warp roles (named barriers, mbarriers).
 //
@@ -37,7 +37,7 @@
 #define QR_GDN_WGMMA 0
 #endif
 
-namespace qr::gdn::hopper {
+namespace qr::gdn::sm90 {
 
 using Frag = Acc<16, 64>; // a warp's 16 rows of a warpgroup's 64 x 64 accumulator
 
@@ -338,4 +338,4 @@ __device__ __forceinline__ void store_frag(Tile<R, C> t, int row0, const Frag& x
 }
 #endif
 
-} // namespace qr::gdn::hopper
+} // namespace qr::gdn::sm90
