@@ -1,7 +1,7 @@
-// The fused backend's kernel launchers, one per kernel file: sm80/ (mma.sync and cp.async; every
-// target) and sm90/ (wgmma, TMA-free mbarrier rings, setmaxnreg; sm_90a only). Each launches its
-// kernel with the grid it is given and decides nothing: fused.cu runs the order of kernels that
-// dispatch.h picks (the architecture, the split, the backward's path).
+// The fused backend's kernel launchers, one per kernel: sm80/ (mma.sync and cp.async; every
+// target) and sm90/ (wgmma, warp-specialised on mbarrier rings and setmaxnreg; sm_90a only). Each
+// launches its kernel with the grid it is given and decides nothing: fused.cu runs the kernels
+// that dispatch.h picks (the architecture, the split, the backward's path), in order.
 #pragma once
 
 #include "dispatch.h"

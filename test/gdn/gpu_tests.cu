@@ -541,7 +541,7 @@ int main(int argc, char** argv) {
                   {shape(1, 130, 2, 2), false, true},
                   {shape(1, 4097, 1, 2), true, false},
                   // split into 4 segments of 16 chunks; gates of about -2.6 a chunk put the
-                  // segment passes' gate horizon (fused.cuh) 7 chunks in
+                  // segment passes' gate horizon (fused_algorithm.cuh) 7 chunks in
                   {shape(1, 4097, 1, 2), true, true, 0.05f}},
                  bes);
     agreement_suite({{shape(2, 4097, 4, 8), true, true},

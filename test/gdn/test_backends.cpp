@@ -31,8 +31,8 @@ size_t fused_context_bytes(const Shape& s) {
          (z >= 4 ? rounded(z * vh * d * d * 4) : 0);
 }
 
-// The fused workspace by its documented layout (fused.cuh, Workspace): the status word; in an
-// inference forward the context's qn, kn, G and A (a training forward keeps them in the saved
+// The fused workspace by its documented layout (fused_workspace.cuh, Workspace): the status word;
+// in an inference forward the context's qn, kn, G and A (a training forward keeps them in the saved
 // buffer, the self-contained backward in the workspace, with rstd, the stamp and the chunk map);
 // the backward's h, v_new and their gradients; a split row's segment states. No u, w or Ms: the
 // scans form them.

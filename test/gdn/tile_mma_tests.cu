@@ -1,4 +1,4 @@
-// GPU test of hopper_wgmma.cuh: every m64n64 tile product the Hopper scans issue (each
+// GPU test of sm90/wgmma.cuh: every m64n64 tile product the Hopper scans issue (each
 // operand major, 64- and 128-deep, whole tiles and 64-column blocks of 128-column tiles), on
 // random bf16 tiles loaded by cp.async into the swizzled layout, against a double-precision host
 // product of the same bf16 values; and a fragment round trip (store_pair / load_pair) through a
@@ -147,7 +147,7 @@ int main() {
     return 77;
   }
   std::mt19937 rng(13);
-  // fused_scan_hopper.cu's products, by operand majors and tiles
+  // sm90/fused_scan.cu's products, by operand majors and tiles
   check<Lay::MK, Lay::KN, 128, 64, 128, 128, 64>("K S       MK x KN  k 128, B 128x64", rng);
   check<Lay::MK, Lay::KN, 128, 64, 128, 128, 128, 0, 1>("Q Sb_1    MK x KN  B block 1 of 128", rng);
   check<Lay::MK, Lay::KN, 64, 64, 64, 64, 64>("A X       MK x KN  k 64", rng, true);
@@ -155,7 +155,7 @@ int main() {
   check<Lay::KM, Lay::KN, 64, 64, 128, 64, 64, 1>("K^T Es    KM x KN  A block 1 of 128", rng);
   check<Lay::MK, Lay::NK, 128, 64, 128, 64, 128>("Q K^T     MK x NK  k 128", rng, true);
   check<Lay::MK, Lay::KN, 64, 64, 64, 64, 128, 0, 1>("Ms Vn_1   MK x KN  B block 1 of 128", rng);
-  // fused_bwd_scan_hopper.cu's, where their operands differ from the forward's (K dSb is K S,
+  // sm90/fused_bwd_scan.cu's, where their operands differ from the forward's (K dSb is K S,
   // K^T Y is K^T Es, Q K^T as above)
   check<Lay::KM, Lay::KN, 64, 64, 128, 64, 128, 1, 1>("Qs^T do_1 KM x KN  A, B blocks 1 of 128",
                                                       rng);
