@@ -1,5 +1,6 @@
 // The `chunked` backend: FLA's chunked algorithm (chunk 64, WY/UT transform, chunk-state scan) on
-// mma.sync tensor cores (sm_80+). Kernels: chunked_prep.cu, chunked_scan.cu, chunked_bwd_intra.cu.
+// mma.sync tensor cores (sm_80+). Kernels: sm80/chunked_prep.cu, sm80/chunked_scan.cu,
+// sm80/chunked_bwd_intra.cu.
 #include "chunked.cuh"
 
 namespace qr::gdn {

@@ -6,22 +6,45 @@
 //           -> bwd_intra (every gradient per chunk and key-head group, l2norm backward included).
 #pragma once
 
-#include "chunked_common.cuh"
+#include "sm80/chunk_math.cuh"
 
 namespace qr::gdn::chunked {
 
-struct FwdInputs {
-  Ref<const bf16> q, k, v, beta;
-  Ref<const float> g;
-  const float* h0; // nullable
-};
+using namespace geometry;
+using namespace sm80;
 
-inline FwdInputs make_inputs(const TensorRef<const bf16_t>& q, const TensorRef<const bf16_t>& k,
-                             const TensorRef<const bf16_t>& v, const TensorRef<const bf16_t>& beta,
-                             const TensorRef<const float>& g, const float* h0) {
-  return {ref<const bf16>(q),    ref<const bf16>(k),  ref<const bf16>(v),
-          ref<const bf16>(beta), ref<const float>(g), h0};
-}
+constexpr int kBV = 64; // value columns per CTA of the sequential scans
+
+// Chunk-major scratch, per (b, value head) contiguous; token rows padded to NT * 64 (pad rows hold
+// zeros, and G of pad rows equals G of the last real token).
+struct Workspace {
+  bf16* w;   // [B,Hv,Tp,Dk]  A diag(beta exp(G)) K
+  bf16* u;   // [B,Hv,Tp,Dv]  A diag(beta) V
+  float* G;  // [B,Hv,Tp]     in-chunk cumsum of g
+  bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
+  bf16* nu;  // [B,Hv,Tp,Dv]  v_new = u - w h (backward only)
+  bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
+  bf16* dnu; // [B,Hv,Tp,Dv]  gradient of v_new (backward only)
+
+  static Workspace carve(const Shape& s, bool bwd, void* base, size_t* bytes) {
+    const size_t NT = (s.seq_len + kC - 1) / kC, Tp = NT * kC;
+    const size_t heads = size_t(s.batch) * s.value_heads;
+    Carver c{static_cast<char*>(base)};
+    Workspace ws{};
+    ws.w = c.take<bf16>(heads * Tp * kD);
+    ws.u = c.take<bf16>(heads * Tp * kD);
+    ws.G = c.take<float>(heads * Tp);
+    if (bwd) {
+      ws.h = c.take<bf16>(heads * NT * kD * kD);
+      ws.nu = c.take<bf16>(heads * Tp * kD);
+      ws.dh = c.take<bf16>(heads * NT * kD * kD);
+      ws.dnu = c.take<bf16>(heads * Tp * kD);
+    }
+    if (bytes)
+      *bytes = c.used;
+    return ws;
+  }
+};
 
 std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, cudaStream_t st);
 // Output mode writes o and the final state; save mode writes h and v_new to the workspace.

@@ -1,12 +1,12 @@
-// The `fused` backend (fused.cuh states the algorithm). Forward: prep -> fwd_scan; a training
-// forward's prep writes qn, kn, G, A and the rstd of q and k to the saved context (stamped with
-// its shape and options, plus the chunk map when varlen): FLA's set. Backward: save_scan and
-// bwd_scan (forming what they need from the context) -> bwd_intra, after prep forms the context
-// when none is given (on sm_90 with QR_GDN_HOPPER_SCANS naming `fused_bwd`: save_scan -> one
-// kernel for bwd_scan and bwd_intra, fused_bwd_hopper.cu); the backward kernels that read the
-// context check its stamp first. Every run clears the workspace's status word first
-// (input_error).
-#include "fused.cuh"
+// The `fused` backend (fused_algorithm.cuh states the algorithm): it runs the kernels dispatch.h
+// picks, in order, through the launchers of sm80/ and sm90/ (fused_launch.cuh). Forward: prep ->
+// (split: seg_fwd -> combine) -> fwd_scan; a training forward's prep writes qn, kn, G, A and the
+// rstd of q and k to the saved context (stamped with its shape and options, plus the chunk map
+// when varlen): FLA's set. Backward: save_scan and bwd_scan (forming what they need from the
+// context) -> bwd_intra, after prep forms the context when none is given; the backward kernels
+// that read the context check its stamp first. Every run clears the workspace's status word
+// first (input_error).
+#include "fused_launch.cuh"
 
 #include <cstdlib>
 #include <map>
@@ -16,32 +16,23 @@ namespace qr::gdn {
 namespace {
 
 using namespace fused;
-using chunked::make_geo;
-using chunked::make_inputs;
-using chunked::rows_aligned;
-using chunked::shape_error;
 
-int sm_count(int dev, std::string& e) {
-  int sms = 0;
-  e = cuda_error(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-  return sms;
-}
+static_assert(kScanColumns == kD, "dispatch.h's scan rows are Dv wide");
 
-// The forward's scan grid, with the scans that take their Hopper kernels.
-std::string grid(const Geo& geo, ScanGrid& sg) {
+// The device's SM count and the scans' grid and kernels there (dispatch.h).
+std::string device_grid(const Geo& geo, int& sms, ScanGrid& sg) {
   int dev = 0, major = 0;
   QR_CUDA_TRY(cudaGetDevice(&dev));
-  std::string e;
-  const int sms = sm_count(dev, e);
+  if (std::string e =
+          cuda_error(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+      !e.empty())
+    return e;
   QR_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  sg = scan_grid(geo, sms);
-  if (std::string bad = hopper_scans(major, sg.hopper); !bad.empty())
-    return bad;
-  return e;
-}
-
-int scan_ctas(const Geo& geo, ScanGrid sg) {
-  return kD / sg.bv * geo.B * geo.Hv * sg.groups;
+  unsigned hopper = 0;
+  if (std::string e = hopper_kernels(major, std::getenv("QR_GDN_HOPPER_SCANS"), hopper); !e.empty())
+    return e;
+  sg = scan_grid(geo.B, geo.Hv, geo.NT, geo.N, sms, hopper);
+  return {};
 }
 
 // The status word and the pipeline's counts after it (Workspace::carve): one memset.
@@ -52,18 +43,66 @@ cudaError_t clear_status_and_ready(const Workspace& ws, const Geo& geo, cudaStre
   return cudaMemsetAsync(ws.status, 0, kStatusBytes + ready, st);
 }
 
-// The grid save_scan and bwd_scan share when they run side by side, or {0, 0} when they do not
-// fit in one wave together (one CTA per SM each): scan_grid's if twice its CTAs fit, else its
-// 128-column form (half the CTAs, each twice the columns) if that does. At the 397B shape the
-// pair at 128 columns (64 + 64 CTAs) replaces two 128-CTA launches one after the other; at 35B
-// (128 CTAs each already) they stay in sequence.
-ScanGrid pair_grid(const Geo& geo, ScanGrid sg, int sms) {
-  if (sg.split) // both scans' segment passes write ws.seg_end and ws.seg_move
-    return {0, 0, false};
-  if (2 * scan_ctas(geo, sg) <= sms)
-    return sg;
-  const ScanGrid wide{128, sg.groups, false, sg.hopper};
-  return 2 * scan_ctas(geo, wide) <= sms ? wide : ScanGrid{0, 0, false};
+// The split (sm80/fused_split.cu): every segment's end state and transition (seg_fwd, on sm_90
+// its sm90/ form when picked), then the combine into ws.seg_fwd_in; backward likewise in reverse
+// into ws.seg_in.
+std::string split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                      const float* h0, cudaStream_t st) {
+  const std::string e = sg.hopper & kHopperSegFwd ? launch_seg_fwd_sm90(geo, sg, ws, in, h0, st)
+                                                  : launch_seg_fwd_sm80(geo, sg, ws, in, h0, st);
+  return e.empty() ? launch_combine_sm80(geo, sg, ws, false, st) : e;
+}
+
+std::string split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                      Ref<const bf16> d_o, const float* dht, cudaStream_t st) {
+  const std::string e = sg.hopper & kHopperSegBwd
+                            ? launch_seg_bwd_sm90(geo, sg, ws, in, d_o, dht, st)
+                            : launch_seg_bwd_sm80(geo, sg, ws, in, d_o, dht, st);
+  return e.empty() ? launch_combine_sm80(geo, sg, ws, true, st) : e;
+}
+
+// The scans, each on the kernel the grid picks for it; a split row runs the split first, and its
+// segment CTAs then start from the combine's states.
+std::string fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                     const float* h0, Ref<bf16> o, float* ht, cudaStream_t st) {
+  if (sg.split)
+    if (std::string e = split_fwd(geo, sg, ws, in, h0, st); !e.empty())
+      return e;
+  const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
+  if (sg.hopper & kHopperFwd)
+    return launch_fwd_scan_sm90(geo, sg, ws, in, h0, o, ht, entering, st);
+  return launch_fwd_scan_sm80(geo, sg, ws, in, h0, o, ht, entering, st);
+}
+
+// states_saved: a split row's entering states are in the context already (the backward given
+// one). pipe: the backward's pipeline (BwdPath::pipelined, sm_90 kernels only).
+std::string save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                      const float* h0, bool states_saved, Pipeline pipe, cudaStream_t st) {
+  if (sg.split && !states_saved)
+    if (std::string e = split_fwd(geo, sg, ws, in, h0, st); !e.empty())
+      return e;
+  const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
+  if (sg.hopper & kHopperSave)
+    return launch_save_scan_sm90(geo, sg, ws, in, h0, entering, pipe, st);
+  if (pipe.ready)
+    return "fused: the backward's pipeline needs save_scan's Hopper kernel";
+  return launch_save_scan_sm80(geo, sg, ws, in, h0, entering, st);
+}
+
+// In the pipeline bwd_scan is save_scan's dependent unless the split's passes come between them.
+std::string bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
+                     Ref<const bf16> d_o, const float* dht, float* dh0, Pipeline pipe,
+                     cudaStream_t st) {
+  if (sg.split)
+    if (std::string e = split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
+      return e;
+  const float* entering = sg.split ? ws.seg_in : nullptr;
+  if (sg.hopper & kHopperBwd)
+    return launch_bwd_scan_sm90(geo, sg, ws, in, d_o, dht, dh0, entering, pipe,
+                                pipe.ready && !sg.split, st);
+  if (pipe.ready)
+    return "fused: the backward's pipeline needs bwd_scan's Hopper kernel";
+  return launch_bwd_scan_sm80(geo, sg, ws, in, d_o, dht, dh0, entering, st);
 }
 
 // A second stream per device for save_scan beside bwd_scan, with the events that fork it from the
@@ -167,14 +206,15 @@ public:
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::fwd, workspace, a.saved, nullptr);
     QR_CUDA_TRY(clear_status(ws.status, stream));
+    int sms = 0;
     ScanGrid sg{};
-    if (std::string e = grid(geo, sg); !e.empty())
+    if (std::string e = device_grid(geo, sms, sg); !e.empty())
       return e;
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     const Prep mode = a.saved ? Prep::context : Prep::inference;
-    if (std::string e = launch_prep(geo, in, ws, mode, stream); !e.empty())
+    if (std::string e = launch_prep_sm80(geo, in, ws, mode, stream); !e.empty())
       return e;
-    return launch_fwd_scan(geo, sg, ws, in, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
+    return fwd_scan(geo, sg, ws, in, a.initial_state, ref<bf16>(a.o), a.final_state, stream);
   }
 
   std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const override {
@@ -186,63 +226,48 @@ public:
     const Geo geo = make_geo(a.shape, a.opt, a.cu_seqlens);
     const Workspace ws = Workspace::carve(a.shape, Pass::bwd, workspace, a.saved, nullptr);
     QR_CUDA_TRY(clear_status_and_ready(ws, geo, stream));
-    int dev = 0, major = 0;
-    QR_CUDA_TRY(cudaGetDevice(&dev));
-    std::string e;
-    const int sms = sm_count(dev, e);
+    int sms = 0;
+    ScanGrid sg{};
+    std::string e = device_grid(geo, sms, sg);
     if (!e.empty())
       return e;
-    QR_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    ScanGrid sg = scan_grid(geo, sms);
-    if (e = hopper_scans(major, sg.hopper); !e.empty())
-      return e;
+    const BwdPlan plan = plan_bwd(geo.B, geo.Hv, sg, sms);
     const FwdInputs in = make_inputs(a.q, a.k, a.v, a.beta, a.g, a.initial_state);
     // the scans form what they need from the context: without one, prep forms it first
     if (!a.saved)
-      if (e = launch_prep(geo, in, ws, Prep::context, stream); !e.empty())
+      if (e = launch_prep_sm80(geo, in, ws, Prep::context, stream); !e.empty())
         return e;
     auto save = [&](ScanGrid sg, Pipeline pipe = {}) {
       return [&, sg, pipe](cudaStream_t st) {
-        return launch_save_scan(geo, sg, ws, in, a.initial_state, a.saved != nullptr, pipe, st);
+        return save_scan(geo, sg, ws, in, a.initial_state, a.saved != nullptr, pipe, st);
       };
     };
     auto bwd = [&](ScanGrid sg, Pipeline pipe = {}) {
       return [&, sg, pipe](cudaStream_t st) {
-        return launch_bwd_scan(geo, sg, ws, in, ref<const bf16>(a.d_o), a.d_final_state,
-                               a.d_initial_state, pipe, st);
+        return bwd_scan(geo, sg, ws, in, ref<const bf16>(a.d_o), a.d_final_state, a.d_initial_state,
+                        pipe, st);
       };
     };
-    // bwd_scan and bwd_intra in one kernel after save_scan (not the split: its segments' passes
-    // are bwd_scan's)
-    if ((sg.hopper & kHopperFusedBwd) && !sg.split) {
-      if (e = save(sg)(stream); !e.empty())
-        return e;
-      return launch_fused_bwd_hopper(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
-    }
-    const ScanGrid pg = pair_grid(geo, sg, sms);
-    // On Hopper the pipeline (fused.cuh, Pipeline): save_scan, then bwd_scan as its dependent
-    // (side by side where both fit in one wave: pair_grid), then bwd_intra_ws as bwd_scan's,
-    // all on the caller's stream
-    constexpr unsigned kPipelined = kHopperSave | kHopperBwd | kHopperIntra;
-    if ((sg.hopper & kPipelined) == kPipelined) {
-      const ScanGrid both = pg.bv ? pg : sg;
-      const Pipeline pipe{ws.ready, 2 * (kD / both.bv)};
-      if ((e = save(both, pipe)(stream)).empty() && (e = bwd(both, pipe)(stream)).empty())
-        e = launch_bwd_intra_ws(geo, in, ws, ref<const bf16>(a.d_o), a, pipe, stream);
+    if (plan.path == BwdPath::pipelined) {
+      const Pipeline pipe{ws.ready, 2 * (kD / plan.scans.bv)};
+      if ((e = save(plan.scans, pipe)(stream)).empty() &&
+          (e = bwd(plan.scans, pipe)(stream)).empty())
+        e = launch_bwd_intra_sm90(geo, in, ws, ref<const bf16>(a.d_o), a, pipe, stream);
       return e;
     }
     bool paired = false;
-    if (pg.bv && !(e = side_.pair(stream, bwd(pg), save(pg), &paired)).empty())
+    if (plan.path == BwdPath::side_by_side &&
+        !(e = side_.pair(stream, bwd(plan.scans), save(plan.scans), &paired)).empty())
       return e;
-    if (!paired) {
+    if (!paired) { // in sequence, on the forward's grid
       if (e = save(sg)(stream); !e.empty())
         return e;
       if (e = bwd(sg)(stream); !e.empty())
         return e;
     }
-    if (sg.hopper & kHopperIntra)
-      return launch_bwd_intra_ws(geo, in, ws, ref<const bf16>(a.d_o), a, {}, stream);
-    return launch_bwd_intra(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
+    if (plan.intra_sm90)
+      return launch_bwd_intra_sm90(geo, in, ws, ref<const bf16>(a.d_o), a, {}, stream);
+    return launch_bwd_intra_sm80(geo, in, ws, ref<const bf16>(a.d_o), a, stream);
   }
 
 private:
@@ -250,16 +275,6 @@ private:
 };
 
 } // namespace
-
-namespace fused {
-std::string hopper_scans(int major, unsigned& bits) {
-  if (major != 9) {
-    bits = 0;
-    return {};
-  }
-  return parse_hopper_scans(std::getenv("QR_GDN_HOPPER_SCANS"), bits);
-}
-} // namespace fused
 
 std::unique_ptr<Backend> make_fused_backend() {
   return std::make_unique<Fused>();

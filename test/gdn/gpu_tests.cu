@@ -9,9 +9,9 @@
 //   varlen:      packed sequences (cu_seqlens) against the CPU oracle or `reference`, and `fused`
 //                against its own dense runs of each sequence alone, which must match bit for bit
 //                (the chunks and their math are the same) unless the packed run splits its row
-//                into segments (fused_split.cu); `chunked` must refuse them
+//                into segments (sm80/fused_split.cu); `chunked` must refuse them
 //   split:       shapes whose few (batch, value head) pairs make `fused` split each row into
-//                segments (fused.cuh, split_segments) sit in the oracle, agreement, stability,
+//                segments (dispatch.h, split_segments) sit in the oracle, agreement, stability,
 //                determinism and varlen suites: lengths off the chunk and segment grid, initial
 //                and final states, strong decay and none, gates slow enough that the segment
 //                passes walk part of their segment or all of it, one long sequence among many short
@@ -22,7 +22,7 @@
 // Every output buffer is poisoned with NaN before each run. Errors are relative L2 norms
 // |x - ref| / |ref| per output. `--quick` runs a small subset (CTest and compute-sanitizer).
 #include "cpu_reference.h"
-#include "fused.cuh"
+#include "fused_workspace.cuh"
 #include "harness.h"
 
 #include <algorithm>
@@ -541,7 +541,7 @@ int main(int argc, char** argv) {
                   {shape(1, 130, 2, 2), false, true},
                   {shape(1, 4097, 1, 2), true, false},
                   // split into 4 segments of 16 chunks; gates of about -2.6 a chunk put the
-                  // segment passes' gate horizon (fused.cuh) 7 chunks in
+                  // segment passes' gate horizon (fused_algorithm.cuh) 7 chunks in
                   {shape(1, 4097, 1, 2), true, true, 0.05f}},
                  bes);
     agreement_suite({{shape(2, 4097, 4, 8), true, true},

@@ -3,7 +3,6 @@
 #define CATCH_CONFIG_MAIN
 #include "conv.h"
 #include "gdn.h"
-#include "hopper_scans.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -32,8 +31,8 @@ size_t fused_context_bytes(const Shape& s) {
          (z >= 4 ? rounded(z * vh * d * d * 4) : 0);
 }
 
-// The fused workspace by its documented layout (fused.cuh, Workspace): the status word; in an
-// inference forward the context's qn, kn, G and A (a training forward keeps them in the saved
+// The fused workspace by its documented layout (fused_workspace.cuh, Workspace): the status word;
+// in an inference forward the context's qn, kn, G and A (a training forward keeps them in the saved
 // buffer, the self-contained backward in the workspace, with rstd, the stamp and the chunk map);
 // the backward's h, v_new and their gradients; a split row's segment states. No u, w or Ms: the
 // scans form them.
@@ -129,30 +128,4 @@ TEST_CASE("the cuDNN conv baseline, where built, loads cuDNN at run time", "[gdn
     return; // built without cuDNN: nothing to load
   // Shape checks come after loading, so an empty answer means every cuDNN function resolved.
   CHECK(cudnn->unsupported(DeviceInfo{9, 0, 132}, Shape{4, 4096, 16, 32, 128, 128}) == "");
-}
-
-TEST_CASE("QR_GDN_HOPPER_SCANS selects the scans that run their Hopper kernels") {
-  using namespace qr::gdn::fused;
-  unsigned bits = 0;
-  CHECK(parse_hopper_scans(nullptr, bits).empty()); // unset: every scan
-  CHECK(bits == kHopperAll);
-  CHECK(parse_hopper_scans("none", bits).empty());
-  CHECK(bits == 0);
-  CHECK(parse_hopper_scans("fwd,seg_bwd", bits).empty());
-  CHECK(bits == (kHopperFwd | kHopperSegBwd));
-  CHECK(parse_hopper_scans("save,seg_fwd,bwd", bits).empty());
-  CHECK(bits == (kHopperSave | kHopperSegFwd | kHopperBwd));
-  CHECK(parse_hopper_scans("bwd_intra", bits).empty());
-  CHECK(bits == kHopperIntra);
-  CHECK(parse_hopper_scans("fwd,save,seg_fwd,bwd,seg_bwd,bwd_intra", bits).empty());
-  CHECK(bits == kHopperAll);
-  // the one-kernel backward is off unless named, unset included
-  CHECK((kHopperAll & kHopperFusedBwd) == 0);
-  CHECK(parse_hopper_scans("save,fused_bwd", bits).empty());
-  CHECK(bits == (kHopperSave | kHopperFusedBwd));
-  const std::string bad = parse_hopper_scans("fwd,bwd_scan", bits);
-  CHECK(bad.find("QR_GDN_HOPPER_SCANS: unknown scan 'bwd_scan'") == 0);
-  CHECK(!parse_hopper_scans("", bits).empty());     // an empty entry
-  CHECK(!parse_hopper_scans("fwd,", bits).empty()); // a trailing comma
-  CHECK(!parse_hopper_scans("none,fwd", bits).empty());
 }

@@ -89,8 +89,8 @@ static qr_gdn_backward_args good_backward(const qr_gdn_shape* s) {
   return a;
 }
 
-/* The dense fused context (kernels/gdn/fused.cuh, Workspace), FLA's set: the stamp; per key head
- * qn, kn (bf16 [Tp, 128]) and rq, rk (fp32 [Tp]); per value head G (fp32 [Tp]) and A (bf16
+/* The dense fused context (kernels/gdn/fused_workspace.cuh, Workspace), FLA's set: the stamp; per
+ * key head qn, kn (bf16 [Tp, 128]) and rq, rk (fp32 [Tp]); per value head G (fp32 [Tp]) and A (bf16
  * [Tp, 64]); each piece rounded up to 256 bytes. */
 static size_t round256(size_t n) {
   return (n + 255) / 256 * 256;

@@ -118,9 +118,9 @@ TEST_CASE("decay alone scales the previous state", "[gdn][cpu]") {
   CHECK(f.ht[1] == Approx(6.0));
 }
 
-// The bound behind the split's gate horizon (gate_horizon, fused.cuh): with |k| <= 1 and beta in
-// [0, 1] a token maps the state by exp(g) (I - beta k k^T), of 2-norm at most exp(g), so of what
-// enters a run of tokens at most exp(their summed gates) leaves it, forward (the state) and
+// The bound behind the split's gate horizon (gate_horizon, fused_algorithm.cuh): with |k| <= 1 and
+// beta in [0, 1] a token maps the state by exp(g) (I - beta k k^T), of 2-norm at most exp(g), so of
+// what enters a run of tokens at most exp(their summed gates) leaves it, forward (the state) and
 // backward (the state's gradient, through the transposed maps). The recurrence is affine in the
 // state, so what the entering state contributes is the difference of two runs.
 namespace {

@@ -1,12 +1,10 @@
-// GPU test of hopper_wgmma.cuh: every m64n64 tile product the Hopper scans issue (each
+// GPU test of sm90/wgmma.cuh: every m64n64 tile product the Hopper scans issue (each
 // operand major, 64- and 128-deep, whole tiles and 64-column blocks of 128-column tiles), on
 // random bf16 tiles loaded by cp.async into the swizzled layout, against a double-precision host
 // product of the same bf16 values; and a fragment round trip (store_pair / load_pair) through a
-// tile. Also the register-A products fused_bwd_hopper.cu issues: an accumulator turned into the A
-// operand (to_reg_a), and a tile's transpose loaded by ldmatrix.trans (trans_operand) in two
-// k-ranges. Needs sm_90a: exits 77 (CTest: skipped) without a CUDA device or on another
+// tile. Needs sm_90a: exits 77 (CTest: skipped) without a CUDA device or on another
 // architecture.
-#include "hopper_wgmma.cuh"
+#include "sm90/wgmma.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -15,7 +13,7 @@
 #include <vector>
 
 using namespace qr::gdn;
-using namespace qr::gdn::hopper;
+using namespace qr::gdn::sm90;
 
 namespace {
 
@@ -67,59 +65,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   each_pair64(acc, [&](int, int r, int c, float& x0, float& x1) {
     out[r * 64 + c] = x0;
     out[r * 64 + c + 1] = x1;
-  });
-#endif
-}
-
-// Register-A products, 64 x 64 x 64: mode 0: p = A B (A MK, B KN), out = bf16(p) C with p as the
-// register operand (to_reg_a) and C read LB; mode 1: out = A^T C, A^T's operand loaded from
-// columns 64 .. 127 of a 64 x 128 tile by ldmatrix.trans (trans_operand) in two k-ranges (k-steps
-// 0-1, then 2-3, one group each, as fused_bwd_hopper.cu's state warpgroup issues them).
-template <Lay LB>
-__global__ void __launch_bounds__(kThreads, 1)
-    reg_a_kernel(int mode, const bf16* a, const bf16* b, const bf16* c, float* p_out, float* out) {
-#if QR_GDN_WGMMA
-  extern __shared__ char smem_raw[];
-  bf16* base = reinterpret_cast<bf16*>(smem_raw + (1024 - smem_addr(smem_raw) % 1024) % 1024);
-  const Tile<64, 128> A{base}; // mode 0: its first 64 columns
-  const Tile<64, 64> B{A.p + Tile<64, 128>::kElems}, C{B.p + Tile<64, 64>::kElems};
-  load_tile<kThreads>(A, a, 128, 64, threadIdx.x);
-  load_tile<kThreads>(B, b, 64, 64, threadIdx.x);
-  load_tile<kThreads>(C, c, 64, 64, threadIdx.x);
-  cp_async_commit();
-  cp_async_wait<0>();
-  fence_async();
-  __syncthreads();
-  Frag acc;
-  acc.zero();
-  if (mode == 0) {
-    Frag p;
-    p.zero();
-    mma64<Lay::MK, Lay::KN, 64>(p, A.block(0), B);
-    mma_wait(p);
-    each_pair64(p, [&](int, int r, int col, float& x0, float& x1) {
-      p_out[r * 64 + col] = x0;
-      p_out[r * 64 + col + 1] = x1;
-    });
-    RegA<4> ra;
-    to_reg_a(p, ra);
-    mma64_rs<LB>(acc, ra, C);
-    mma_wait(acc);
-    fence_regs(ra);
-  } else {
-    RegA<2> ra;
-    trans_operand<0>(A, 64, ra);
-    mma64_rs<LB, 0>(acc, ra, C);
-    mma_wait(acc);
-    fence_regs(ra);
-    trans_operand<2>(A, 64, ra);
-    mma64_rs<LB, 2>(acc, ra, C);
-    mma_wait(acc);
-    fence_regs(ra);
-  }
-  each_pair64(acc, [&](int, int r, int col, float& x0, float& x1) {
-    out[r * 64 + col] = x0;
-    out[r * 64 + col + 1] = x1;
   });
 #endif
 }
@@ -183,55 +128,6 @@ void check(const char* what, std::mt19937& rng, bool round_trip = false) {
   cudaFree(dout);
 }
 
-// reg_a_kernel's products against double-precision host products of the same bf16 values (mode
-// 0: of the device's own fp32 p, rounded to bf16 as to_reg_a rounds it).
-template <Lay LB>
-void check_reg_a(const char* what, int mode, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<bf16> ha(64 * 128), hb(64 * 64), hc(64 * 64);
-  for (auto* v : {&ha, &hb, &hc})
-    for (auto& x : *v)
-      x = __float2bfloat16(dist(rng));
-  auto f = [](bf16 x) { return double(__bfloat162float(x)); };
-  bf16 *da = nullptr, *db = nullptr, *dc = nullptr;
-  float *dp = nullptr, *dout = nullptr;
-  cudaMalloc(&da, ha.size() * sizeof(bf16));
-  cudaMalloc(&db, hb.size() * sizeof(bf16));
-  cudaMalloc(&dc, hc.size() * sizeof(bf16));
-  cudaMalloc(&dp, 64 * 64 * sizeof(float));
-  cudaMalloc(&dout, 64 * 64 * sizeof(float));
-  cudaMemcpy(da, ha.data(), ha.size() * sizeof(bf16), cudaMemcpyHostToDevice);
-  cudaMemcpy(db, hb.data(), hb.size() * sizeof(bf16), cudaMemcpyHostToDevice);
-  cudaMemcpy(dc, hc.data(), hc.size() * sizeof(bf16), cudaMemcpyHostToDevice);
-  auto kernel = reg_a_kernel<LB>;
-  const int smem = (Tile<64, 128>::kElems + 2 * Tile<64, 64>::kElems) * sizeof(bf16) + 1024;
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  kernel<<<1, kThreads, smem>>>(mode, da, db, dc, dp, dout);
-  std::vector<float> got(64 * 64), p(64 * 64);
-  cudaError_t e = cudaMemcpy(got.data(), dout, got.size() * sizeof(float), cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(p.data(), dp, p.size() * sizeof(float), cudaMemcpyDeviceToHost);
-  // element (k, n) of the product's B, read LB from the row-major host tile
-  auto c_at = [&](int k, int n) { return f(LB == Lay::NK ? hc[n * 64 + k] : hc[k * 64 + n]); };
-  double worst = e == cudaSuccess ? 0.0 : INFINITY;
-  for (int m = 0; m < 64 && e == cudaSuccess; ++m)
-    for (int n = 0; n < 64; ++n) {
-      double want = 0.0;
-      for (int k = 0; k < 64; ++k) {
-        const double x = mode == 0 ? f(__float2bfloat16(p[m * 64 + k])) : f(ha[k * 128 + 64 + m]);
-        want += x * c_at(k, n);
-      }
-      worst = std::fmax(worst, std::fabs(got[m * 64 + n] - want));
-    }
-  // fp32 sums of 64 products, |p| <= 64 in mode 0 (its relative error bound), <= 1 in mode 1
-  const bool ok = worst <= (mode == 0 ? 2e-2 : 1e-3);
-  g_failures += !ok;
-  std::printf("%-40s max_abs_err %.2e  %s%s%s\n", what, worst, ok ? "ok" : "FAIL",
-              e == cudaSuccess ? "" : " ", e == cudaSuccess ? "" : cudaGetErrorString(e));
-  for (void* ptr : {(void*)da, (void*)db, (void*)dc, (void*)dp, (void*)dout})
-    cudaFree(ptr);
-}
-
 } // namespace
 
 int main() {
@@ -251,7 +147,7 @@ int main() {
     return 77;
   }
   std::mt19937 rng(13);
-  // fused_scan_hopper.cu's products, by operand majors and tiles
+  // sm90/fused_scan.cu's products, by operand majors and tiles
   check<Lay::MK, Lay::KN, 128, 64, 128, 128, 64>("K S       MK x KN  k 128, B 128x64", rng);
   check<Lay::MK, Lay::KN, 128, 64, 128, 128, 128, 0, 1>("Q Sb_1    MK x KN  B block 1 of 128", rng);
   check<Lay::MK, Lay::KN, 64, 64, 64, 64, 64>("A X       MK x KN  k 64", rng, true);
@@ -259,16 +155,11 @@ int main() {
   check<Lay::KM, Lay::KN, 64, 64, 128, 64, 64, 1>("K^T Es    KM x KN  A block 1 of 128", rng);
   check<Lay::MK, Lay::NK, 128, 64, 128, 64, 128>("Q K^T     MK x NK  k 128", rng, true);
   check<Lay::MK, Lay::KN, 64, 64, 64, 64, 128, 0, 1>("Ms Vn_1   MK x KN  B block 1 of 128", rng);
-  // fused_bwd_scan_hopper.cu's, where their operands differ from the forward's (K dSb is K S,
+  // sm90/fused_bwd_scan.cu's, where their operands differ from the forward's (K dSb is K S,
   // K^T Y is K^T Es, Q K^T as above)
   check<Lay::KM, Lay::KN, 64, 64, 128, 64, 128, 1, 1>("Qs^T do_1 KM x KN  A, B blocks 1 of 128",
                                                       rng);
   check<Lay::KM, Lay::KN, 64, 64, 64, 64, 128, 0, 1>("Ms^T do_1 KM x KN  B block 1 of 128", rng);
-  // fused_bwd_hopper.cu's register-A products: T = Ms^T do and t2 = dA A^T from accumulators,
-  // Qs^T do from q's transpose
-  check_reg_a<Lay::KN>("acc -> A  RS x KN (T = Ms^T do)", 0, rng);
-  check_reg_a<Lay::NK>("acc -> A  RS x NK (t2 = dA A^T)", 0, rng);
-  check_reg_a<Lay::KN>("q^T -> A  RS x KN, k-steps 0-1, 2-3", 1, rng);
   std::printf("%s\n", g_failures ? "FAILED" : "PASSED");
   return g_failures ? 1 : 0;
 }

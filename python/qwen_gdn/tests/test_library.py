@@ -12,8 +12,8 @@ from qwen_gdn import _lib
 
 
 def fused_context_bytes(B, T, Hk, Hv):
-    """kernels/gdn/fused.cuh's dense context, FLA's set: the stamp, then qn, kn, G, their rstd and
-    A, each piece rounded to 256 bytes (as test_capi.c)."""
+    """kernels/gdn/fused_workspace.cuh's dense context, FLA's set: the stamp, then qn, kn, G,
+    their rstd and A, each piece rounded to 256 bytes (as test_capi.c)."""
     r = lambda n: (n + 255) // 256 * 256  # noqa: E731
     NT = (T + 63) // 64
     Tp, kh, vh = NT * 64, B * Hk, B * Hv

@@ -1,10 +1,11 @@
-// Fused GDN, stage 3 of the backward on Hopper (sm_90a), warp-specialised: fused_bwd_intra.cu's
-// bwd_intra_kernel (read its header: the algebra per value head, the group sums dQKs / Psym, the
-// l2norm backward, the dbeta / dG sums, the persistent item walk, the stamp check, varlen and
-// unused slots) with every product on wgmma from 128-byte-swizzled tiles (hopper_wgmma.cuh), the
-// products' helpers, tile pieces, fragment positions and sum-slot plan being those of an earlier
-// wgmma form of this kernel that kept the mma.sync protocol (verified on the H200, and slower:
-// its 8 warps stalled at 7 CTA-wide barriers per head), and the loads taken off the consumers:
+// Fused GDN, stage 3 of the backward on Hopper (sm_90a), warp-specialised:
+// sm80/fused_bwd_intra.cu's bwd_intra_kernel (read its header: the algebra per value head, the
+// group sums dQKs / Psym, the l2norm backward, the dbeta / dG sums, the persistent item walk, the
+// stamp check, varlen and unused slots) with every product on wgmma from 128-byte-swizzled tiles
+// (wgmma.cuh), the products' helpers, tile pieces, fragment positions and sum-slot plan being those
+// of an earlier wgmma form of this kernel that kept the mma.sync protocol (verified on the H200,
+// and slower: its 8 warps stalled at 7 CTA-wide barriers per head), and the loads taken off the
+// consumers:
 //
 //   producer warpgroup 2   every tile by cp.async, in the order the consumers use them: at an
 //   (40 registers)         item's first head its q, k and rstd, staged in the v_new and dv_new
@@ -18,7 +19,7 @@
 //                          products are done reading; the producer waits for fill k - 1's
 //                          release before issuing fill k. Rows past `len` (do, v) are
 //                          zero-filled (cp.async src-size 0). Its thread 0 picks the items:
-//                          every gridDim.x-th, or in the backward's pipeline (fused.cuh,
+//                          every gridDim.x-th, or in the backward's pipeline (fused_pipeline.cuh,
 //                          Pipeline) a ticket from its queue, once the scans have counted the
 //                          item's chunk in; each reaches the consumers with its first head's
 //                          factors, and an index of `items` ends their walk.
@@ -48,24 +49,24 @@
 // (64 x 64), the fp32 Q K^T / K K^T and group sums, two sets of per-head factors and partial
 // sums, the mbarriers: under 227 KB with the 1 KB that aligns the base (static_assert). One CTA
 // per SM, 384 threads, persistent. Built for sm_90a only (QR_GDN_WGMMA; the body is empty
-// elsewhere); launch_bwd_intra_ws is picked by the backward on sm_90 devices (QR_GDN_HOPPER_SCANS,
-// `bwd_intra`). Verified on an H200 (2026-12-02: gdn-bench --check, gdn-gpu-tests,
-// compute-sanitizer; racecheck's kBarSums reports are the bar.arrive it does not model): 815-848 us
-// at 35B against fused_bwd_intra.cu's 953 (docs/gdn-bench-log.md).
-#include "fused_hopper.cuh"
+// elsewhere); dispatch.h picks it on sm_90 devices (QR_GDN_HOPPER_SCANS: `bwd_intra`). Verified on
+// an H200 (2026-12-02: gdn-bench --check, gdn-gpu-tests, compute-sanitizer; racecheck's kBarSums
+// reports are the bar.arrive it does not model): 815-848 us at 35B against
+// sm80/fused_bwd_intra.cu's 953 (docs/gdn-bench-log.md).
+#include "fused_ring.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::add_row_sums;
-using chunked::Parts;
-using chunked::store_acc_bf16;
-using chunked::sum_parts;
-using hopper::bar_arrive;
-using hopper::bar_sync;
-using hopper::fence_async;
-using hopper::MBarrier;
-using hopper::Tile;
+using sm80::add_row_sums;
+using sm80::Parts;
+using sm80::store_acc_bf16;
+using sm80::sum_parts;
+using sm90::bar_arrive;
+using sm90::bar_sync;
+using sm90::fence_async;
+using sm90::MBarrier;
+using sm90::Tile;
 
 // Consumer warpgroups 0 and 1 (warps 0-7: the mma.sync kernel's warp tiles' roles), the producer
 // warpgroup 2.
@@ -134,7 +135,7 @@ struct alignas(1024) WsIntraSmem {
 };
 static_assert(sizeof(WsIntraSmem) + 1024 <= 227 * 1024);
 
-// A tile's cp.async pieces for producer thread id (of 128), as hopper::load_tile places them
+// A tile's cp.async pieces for producer thread id (of 128), as sm90::load_tile places them
 // (piece i = id + 128 k: row i / (COLS / 8), 16-byte chunk i % (COLS / 8)): the thread's first
 // piece's row r0, element offsets in the tile (dst0) and in the row (c0); the k-th piece is
 // kRowsPer k rows and 64 kRowsPer k elements further on (the swizzle term depends on r % 8 only,
@@ -164,7 +165,7 @@ struct Pieces {
 
 #if QR_GDN_WGMMA
 // wgmma m64n32k16, d = A B (scale_d 0) or d += A B (1), for the warpgroup's 32-column slice of
-// a 64 x 64 product (the m64n64 one is hopper_wgmma.cuh's wgmma::mma).
+// a 64 x 64 product (the m64n64 one is wgmma.cuh's wgmma::mma).
 template <bool kTransA, bool kTransB>
 __device__ __forceinline__ void mma32(Acc<16, 32>& acc, uint64_t a, uint64_t b, int scale_d) {
   float* d = &acc.c[0][0][0];
@@ -211,7 +212,7 @@ __device__ __forceinline__ Operand<Tile<R, C>, false> mnmaj(Tile<R, C> t, int c0
 __device__ __forceinline__ uint32_t desc_lo_here(const bf16* p) {
   uint32_t a = smem_addr(p);
   asm volatile("mov.b32 %0, %0;\n" : "+r"(a));
-  return hopper::wgmma::desc_lo(a);
+  return sm90::wgmma::desc_lo(a);
 }
 
 // acc += A B for the warpgroup, one committed group of K / 16 k-steps: a and b give the operands
@@ -228,11 +229,11 @@ __device__ __forceinline__ void product(Acc<16, N>& acc, Operand<TA, kKA> a, Ope
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    const uint64_t da = hopper::wgmma::desc_at(da0, OA::step(k0)),
-                   db = hopper::wgmma::desc_at(db0, OB::step(k0));
+    const uint64_t da = sm90::wgmma::desc_at(da0, OA::step(k0)),
+                   db = sm90::wgmma::desc_at(db0, OB::step(k0));
     const int scale_d = kFresh && k0 == 0 ? 0 : 1;
     if constexpr (N == 64)
-      hopper::wgmma::mma<!kKA, !kKB>(acc, da, db, scale_d);
+      sm90::wgmma::mma<!kKA, !kKB>(acc, da, db, scale_d);
     else
       mma32<!kKA, !kKB>(acc, da, db, scale_d);
   }
@@ -249,7 +250,7 @@ __device__ __forceinline__ auto whole(Tile<R, C> t) {
     return mnmaj(t, 0);
 }
 
-// hopper::mma64's product through product(): whole 64 x 64 blocks
+// sm90::mma64's product through product(): whole 64 x 64 blocks
 template <Lay LA, Lay LB, bool kFresh, int RA, int CA, int RB, int CB>
 __device__ __forceinline__ void product64(Acc<16, 64>& acc, Tile<RA, CA> A, Tile<RB, CB> B) {
   product<kC, kFresh>(acc, whole<LA>(A), whole<LB>(B));
@@ -330,7 +331,7 @@ __device__ __forceinline__ void put_rows(Parts& part, int slot, const float (&s)
   if (threadIdx.x % 4 == 0)
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
-      const int row = hopper::frag_row(hi);
+      const int row = sm90::frag_row(hi);
       part[slot][row] = kSet ? s[hi] : part[slot][row] + s[hi];
     }
 }
@@ -416,7 +417,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
                         Pipeline pipe) {
 #if QR_GDN_WGMMA
   extern __shared__ char smem_raw[];
-  WsIntraSmem& sm = hopper::aligned_smem<WsIntraSmem>(smem_raw);
+  WsIntraSmem& sm = sm90::aligned_smem<WsIntraSmem>(smem_raw);
   if (!stamp_ok(geo, ws))
     return;
   const int items = geo.NT * geo.B * geo.Hk;
@@ -477,7 +478,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
   auto head_of = [&](Item w, int rr) { return w.hk * geo.group + rr; };
 
   if (wg == 2) { // the producer: every tile of every head, in the order the consumers use them
-    hopper::set_max_registers<kProducerRegs, false>();
+    sm90::set_max_registers<kProducerRegs, false>();
     const int id = tid - kConsumers;
     const Pieces<kC, kD> pq(id);
     const Pieces<kD, kD> ps(id);
@@ -568,7 +569,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
     return;
   }
 
-  hopper::set_max_registers<kConsumerRegs, true>();
+  sm90::set_max_registers<kConsumerRegs, true>();
   // warp tile: rows m0 .. m0 + 15 of the warpgroup's columns n0 .. n0 + 63 of a 64 x 128 product,
   // nn .. nn + 31 of a 64 x 64 one; rs, cs: its Parts slots of row and column sums
   const int m0 = 16 * (warp % 4), n0 = 64 * wg, nn = 32 * wg;
@@ -638,7 +639,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       float f[2], s[2]; // per fragment row: a factor; row dots
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi)
-        f[hi] = geo.scale * gam[hopper::frag_row(hi)];
+        f[hi] = geo.scale * gam[sm90::frag_row(hi)];
       wait(X);
       row_dots(X, frag_of(q_t), s, f);
       put_rows<true>(dG, rs, s);
@@ -672,7 +673,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       }
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi)
-        f[hi] = el[hopper::frag_row(hi)];
+        f[hi] = el[sm90::frag_row(hi)];
       wait<1>(X);
       release(sm.f_dsl); // dSL is read (nu dSL^T, <S0, dSL>)
       row_dots(X, frag_of(k_t), s, f);
@@ -725,7 +726,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
         store_frag(X, nu_t.p, fat.q);
 #pragma unroll
         for (int hi = 0; hi < 2; ++hi)
-          f[hi] = beta[hopper::frag_row(hi)];
+          f[hi] = beta[sm90::frag_row(hi)];
         wait(V);
         scale_rows(V, f);
         store_acc_bf16(V, dv_out.at(b, t0 + m0, h) + n0, dv_out.st, L - m0);
@@ -758,7 +759,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       put_rows<true>(cw, rs, s);
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const int r = hopper::frag_row(hi);
+        const int r = sm90::frag_row(hi);
         f[hi] = beta[r] * gam[r];
       }
       add_scaled(dk, X, f);
@@ -780,7 +781,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
           float brow[2];
 #pragma unroll
           for (int hi = 0; hi < 2; ++hi)
-            brow[hi] = beta[hopper::frag_row(hi)];
+            brow[hi] = beta[sm90::frag_row(hi)];
           dl.each_pair([&](int r, int c, float& x0, float& x1) {
             const int i = m0 + r, j = nn + c;
             const float gi = G2[i];
@@ -909,7 +910,7 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
       auto l2_bwd = [&](Acc<16, 64>& dx, const RowFrag& xn, const Parts& dot, const float* rstd) {
 #pragma unroll
         for (int hi = 0; hi < 2; ++hi) {
-          const int i = hopper::frag_row(hi);
+          const int i = sm90::frag_row(hi);
           const float d = sum_parts(dot, i), r = rstd[i];
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
@@ -930,9 +931,9 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
 
 } // namespace
 
-std::string launch_bwd_intra_ws(const Geo& geo, const FwdInputs& in, const Workspace& ws,
-                                Ref<const bf16> d_o, const BwdArgs& out, Pipeline pipe,
-                                cudaStream_t st) {
+std::string launch_bwd_intra_sm90(const Geo& geo, const FwdInputs& in, const Workspace& ws,
+                                  Ref<const bf16> d_o, const BwdArgs& out, Pipeline pipe,
+                                  cudaStream_t st) {
   const int smem = sizeof(WsIntraSmem) + 1024; // + the 1024-byte alignment
   QR_CUDA_TRY(
       cudaFuncSetAttribute(bwd_intra_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

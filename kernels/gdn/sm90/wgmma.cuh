@@ -1,4 +1,4 @@
-// Hopper (sm_90a) pieces of the warp-specialised scans (fused_scan_hopper.cu): bf16 tiles in
+// Hopper (sm_90a) pieces of the warp-specialised scans (fused_scan.cu): bf16 tiles in
 // wgmma's 128-byte-swizzle layout, their m64n64k16 products on the warpgroup MMA (hand-written
 // PTX), and the barriers that hand tiles between warp roles (named barriers, mbarriers).
 //
@@ -37,7 +37,7 @@
 #define QR_GDN_WGMMA 0
 #endif
 
-namespace qr::gdn::hopper {
+namespace qr::gdn::sm90 {
 
 using Frag = Acc<16, 64>; // a warp's 16 rows of a warpgroup's 64 x 64 accumulator
 
@@ -182,25 +182,6 @@ __device__ __forceinline__ void mma(Frag& acc, uint64_t a, uint64_t b, int scale
                : "memory");
 }
 
-// d += A B, m64n64k16, A from registers (the warp's 16 x 16 slice of the 64 x 16 operand, in
-// mma.sync's m16n8k16 A-fragment order), B a shared-memory descriptor (kTransB: MN-major).
-template <bool kTransB>
-__device__ __forceinline__ void mma_rs(Frag& acc, const uint32_t (&a)[4], uint64_t b) {
-  float* d = &acc.c[0][0][0];
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
-               "%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-                 "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-                 "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-                 "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-                 "+f"(d[31])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int(kTransB)), "r"(1)
-               : "memory");
-}
-
 } // namespace wgmma
 
 // acc += A B for the warpgroup, one committed group: A 64 x K, B K x 64 (LA, LB as in
@@ -229,69 +210,11 @@ __device__ __forceinline__ void mma_wait(Accs&... accs) {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
   (wgmma::fence_operands(accs), ...);
 }
-// The A operand of KS k-steps of a product, from registers: four bf16 pairs per k-step.
-template <int KS>
-using RegA = uint32_t[KS][4];
 
-// Keeps the compiler from moving accesses of the operand registers across this point.
-template <int KS>
-__device__ __forceinline__ void fence_regs(RegA<KS>& a) {
-#pragma unroll
-  for (int s = 0; s < KS; ++s)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      asm volatile("" : "+r"(a[s][e])::"memory");
-}
-
-// acc += A B over k-steps S0 .. S0 + KS - 1 of a K = 64 product, A (64 x 16 KS) from registers,
-// B a 64 x 64 tile (KN: K x N MN-major; NK: N x K K-major); one committed group. The registers
-// stay the product's until it is waited for.
-template <Lay LB, int S0 = 0, int KS, int RB, int CB>
-__device__ __forceinline__ void mma64_rs(Frag& acc, RegA<KS>& a, Tile<RB, CB> B) {
-  static_assert(LB == Lay::NK ? RB == 64 && CB >= 64 : RB == 64 && CB == 64);
-  static_assert(S0 + KS <= 4);
-  const uint32_t b0 = wgmma::desc_lo(B.p);
-  wgmma::fence_operands(acc);
-  fence_regs(a);
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    const int k0 = 16 * (S0 + s);
-    wgmma::mma_rs<LB == Lay::KN>(acc, a[s],
-                                 wgmma::desc_at(b0, LB == Lay::NK ? B.at(0, k0) : B.at(k0, 0)));
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  wgmma::fence_operands(acc);
-}
-
-// A warpgroup's 64 x 64 accumulator as the register A operand of a product over its 64 columns:
-// k-step s holds columns 16 s .. 16 s + 15, i.e. the fragment's n8 blocks 2 s and 2 s + 1.
+// Two floats as a bf16 pair in one register.
 __device__ __forceinline__ uint32_t pack_bf16x2(float x0, float x1) {
   const __nv_bfloat162 z = __floats2bfloat162_rn(x0, x1);
   return *reinterpret_cast<const uint32_t*>(&z);
-}
-__device__ __forceinline__ void to_reg_a(const Frag& x, RegA<4>& a) {
-#pragma unroll
-  for (int s = 0; s < 4; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      a[s][2 * h] = pack_bf16x2(x.c[0][2 * s + h][0], x.c[0][2 * s + h][1]);
-      a[s][2 * h + 1] = pack_bf16x2(x.c[0][2 * s + h][2], x.c[0][2 * s + h][3]);
-    }
-}
-
-// K-steps S0 .. S0 + KS - 1 of the 64 x K register A operand A(m, k) = t(k, m0 + m), the
-// transpose of a tile's 64 columns from m0 (K along the tile's rows), by ldmatrix.trans: lane l
-// gives the row of 8-by-8 matrix l / 8 (its columns: rows m, m + 8 of the warp's 16; its rows:
-// k, k + 8 of the k-step), and ldmatrix hands every thread mma.sync's A-fragment pairs.
-template <int S0, int KS, int R, int C>
-__device__ __forceinline__ void trans_operand(Tile<R, C> t, int m0, RegA<KS>& a) {
-  static_assert(16 * (S0 + KS) <= R);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4, mat = lane / 8;
-  const int col = m0 + 16 * warp + 8 * (mat & 1), row = 8 * (mat >> 1) + lane % 8;
-#pragma unroll
-  for (int s = 0; s < KS; ++s)
-    ldmatrix_x4_trans(a[s], &t(16 * (S0 + s) + row, col));
 }
 #endif
 
@@ -415,4 +338,4 @@ __device__ __forceinline__ void store_frag(Tile<R, C> t, int row0, const Frag& x
 }
 #endif
 
-} // namespace qr::gdn::hopper
+} // namespace qr::gdn::sm90

@@ -1,5 +1,5 @@
 // Fused GDN, splitting a long sequence inside the card. When the (batch, value head) pairs leave
-// SMs idle (split_segments, fused.cuh), the scans of fused_scan.cu walk Z segments of each row's
+// SMs idle (split_segments, dispatch.h), the scans of fused_scan.cu walk Z segments of each row's
 // chunk slots side by side, each from the true state entering it, which this file computes
 // exactly beforehand.
 //
@@ -10,14 +10,14 @@
 // Q)^T do - w^T Ms^T do, maps the gradient leaving a segment to the one entering it the same way,
 // with T^bwd = M_first^T ... M_last^T.
 //
-//   seg_fwd (on sm_90 devices fused_scan_hopper.cu's, the same walk on wgmma, E and T in two CTAs),
+//   seg_fwd (on sm_90 devices sm90/fused_scan.cu's, the same walk on wgmma, E and T in two CTAs),
 //     one CTA of 16 warps per (b, value head, segment): E and T side by side as one
 //     128 x 256 state X = [E | T], from [0 | I], through the forward scan's per-chunk math with
 //     V = [V | 0]: v_new = u - w X = A diag(beta) (V - exp(G) .* (K X)), X = exp(Gl) X + K^T
 //     (El .* v_new), the same bf16 operand rounding as the scans. Two cp.async stages. Warp w owns
 //     the 32 x 64 state tile at rows 32 (w % 4), columns 64 (w / 4) (warps 0-7 E, 8-15 T) and the
 //     32 x 32 v_new tile at rows 32 (w % 2), columns 32 (w / 2).
-//   seg_bwd (on sm_90 devices fused_bwd_scan_hopper.cu's, dE and T^bwd in two CTAs), likewise in
+//   seg_bwd (on sm_90 devices sm90/fused_bwd_scan.cu's, dE and T^bwd in two CTAs), likewise in
 //     reverse: X = [dE | T^bwd] from [0 | I] through the backward scan's math
 //     with do = [do | 0], forming Ms and w^T dv_new from the context as bwd_scan does:
 //     dv_new = Ms^T do + El .* (K X), X = exp(Gl) X + (scale exp(G) Q)^T do - w^T dv_new. One
@@ -36,18 +36,18 @@
 // feed nobody: they write zeros without walking. The backward mirrors this with sequence ends,
 // the final-state gradient and the predecessor.
 //
-// Gates cut the chain too, up to fp32 rounding (gate_horizon, fused.cuh): with |k| <= 1 and
-// beta in [0, 1] each token's map has norm at most exp(g), so once a segment's last chunks (bwd:
-// first) sum their gates to -16 or less, what entered them is below 2^-23 of the state: the walk
-// starts there from zero and T = 0. The Hopper kernels then skip the T CTA's walk, as after a
+// Gates cut the chain too, up to fp32 rounding (gate_horizon, fused_algorithm.cuh): with |k| <= 1
+// and beta in [0, 1] each token's map has norm at most exp(g), so once a segment's last chunks
+// (bwd: first) sum their gates to -16 or less, what entered them is below 2^-23 of the state: the
+// walk starts there from zero and T = 0. The Hopper kernels then skip the T CTA's walk, as after a
 // restart. Slow gates keep the whole walk, exact. At the bench's gates (about -0.8 a token) the
 // walk is one chunk.
-#include "fused.cuh"
+#include "fused_launch.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::store_acc_bf16;
+using sm80::store_acc_bf16;
 
 constexpr int kW = 16, kT = 32 * kW; // warps and threads of seg_fwd / seg_bwd
 constexpr int kLdX = 2 * kD + 8;     // padded row stride of the 256-wide [E | T] tiles
@@ -339,8 +339,10 @@ __global__ void __launch_bounds__(kCombineThreads)
   }
 }
 
-std::string launch_combine(const Geo& geo, ScanGrid sg, const Workspace& ws, bool reverse,
-                           cudaStream_t st) {
+} // namespace
+
+std::string launch_combine_sm80(const Geo& geo, ScanGrid sg, const Workspace& ws, bool reverse,
+                                cudaStream_t st) {
   QR_CUDA_TRY(cudaFuncSetAttribute(combine_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(CombineSmem))));
   combine_kernel<<<dim3(kD / kCombineCols, geo.B * geo.Hv), kCombineThreads, sizeof(CombineSmem),
@@ -349,36 +351,25 @@ std::string launch_combine(const Geo& geo, ScanGrid sg, const Workspace& ws, boo
   return {};
 }
 
-} // namespace
-
-std::string launch_split_fwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                             const float* h0, cudaStream_t st) {
-  if (sg.hopper & kHopperSegFwd) {
-    if (std::string e = launch_seg_fwd_hopper(geo, sg, ws, in, h0, st); !e.empty())
-      return e;
-    return launch_combine(geo, sg, ws, false, st);
-  }
+std::string launch_seg_fwd_sm80(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                const FwdInputs& in, const float* h0, cudaStream_t st) {
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegFwdSmem))));
   seg_fwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegFwdSmem), st>>>(geo, ws, in,
                                                                                      h0);
   QR_CUDA_TRY(cudaGetLastError());
-  return launch_combine(geo, sg, ws, false, st);
+  return {};
 }
 
-std::string launch_split_bwd(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                             Ref<const bf16> d_o, const float* dht, cudaStream_t st) {
-  if (sg.hopper & kHopperSegBwd) {
-    if (std::string e = launch_seg_bwd_hopper(geo, sg, ws, in, d_o, dht, st); !e.empty())
-      return e;
-    return launch_combine(geo, sg, ws, true, st);
-  }
+std::string launch_seg_bwd_sm80(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                cudaStream_t st) {
   QR_CUDA_TRY(cudaFuncSetAttribute(seg_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(sizeof(SegBwdSmem))));
   seg_bwd_kernel<<<dim3(1, geo.B * geo.Hv, sg.groups), kT, sizeof(SegBwdSmem), st>>>(
       geo, ws, in.beta, d_o, dht);
   QR_CUDA_TRY(cudaGetLastError());
-  return launch_combine(geo, sg, ws, true, st);
+  return {};
 }
 
 } // namespace qr::gdn::fused

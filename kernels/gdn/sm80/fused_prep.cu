@@ -11,23 +11,23 @@
 // Per value head, two at a time (every warp forms both L; then each team of four warps inverts
 // one, so that two chains of dependent steps share the SM instead of one):
 //   L    = strictLower(diag(beta) (K K^T .* D)),  D_ij = exp(G_i - G_j)
-//   A    = (I + L)^-1                (fp32, chunked::invert_unit_lower; stored in bf16)
+//   A    = (I + L)^-1                (fp32, sm80::invert_unit_lower; stored in bf16)
 // The scans form u, w and Ms per chunk from these (fused_scan.cu), as FLA's recompute_w_u forms
 // u and w from its bf16 A.
 // Varlen: the CTA finds its slot's sequence, first token and length by a binary search over
-// cu_seqlens and writes them to the chunk map (fused.cuh); an unused slot gets zero tiles (A = I).
-// Every CTA flags g > 0 or NaN into the status, the first one also bad cu_seqlens, and in a
-// training forward it stamps the context. The backward given a context runs no prep.
-// Layouts: fused.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared memory;
-// K K^T runs on a 4 x 2 grid of 16 x 32 warp tiles.
-#include "fused.cuh"
+// cu_seqlens and writes them to the chunk map (fused_algorithm.cuh); an unused slot gets zero tiles
+// (A = I). Every CTA flags g > 0 or NaN into the status, the first one also bad cu_seqlens, and in
+// a training forward it stamps the context. The backward given a context runs no prep. Layouts:
+// fused_workspace.cuh (Workspace). Tiles are 64 x 128 bf16 with padded rows (kLdD) in shared
+// memory; K K^T runs on a 4 x 2 grid of 16 x 32 warp tiles.
+#include "fused_launch.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::invert_unit_lower;
-using chunked::normalize_rows;
-using chunked::warp_cumsum64;
+using sm80::invert_unit_lower;
+using sm80::normalize_rows;
+using sm80::warp_cumsum64;
 
 // 68.5 KB and 512 bytes per value head (G, beta): q and k are dead once qn and kn are out, so their
 // buffers hold the teams' fp32 inverses, and the solve's scratch lies above the diagonal of the
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, 3) prep_kernel(Geo geo, FwdInputs in
   }
 
   const int team = warp / kTeamWarps, ttid = tid % kTeamThreads;
-  const chunked::Team<kTeamWarps> solver{kTeamWarps * team, 1 + team};
+  const sm80::Team<kTeamWarps> solver{kTeamWarps * team, 1 + team};
   float* const lf = sm.lf[team];
   float* const ainv = team ? sm.k.ainv : sm.q.ainv;
   for (int pair = 0; pair < geo.group; pair += 2) {
@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(kThreads, 3) prep_kernel(Geo geo, FwdInputs in
 
 } // namespace
 
-std::string launch_prep(const Geo& geo, const FwdInputs& in, const Workspace& ws, Prep mode,
-                        cudaStream_t st) {
+std::string launch_prep_sm80(const Geo& geo, const FwdInputs& in, const Workspace& ws, Prep mode,
+                             cudaStream_t st) {
   const int smem = int(prep_smem(geo.group));
   auto kernel = mode == Prep::context ? prep_kernel<Prep::context> : prep_kernel<Prep::inference>;
   QR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

@@ -1,21 +1,21 @@
-// What the Hopper scans (fused_scan_hopper.cu, fused_bwd_scan_hopper.cu; sm_90a) share: the
+// What the Hopper scans (fused_scan.cu, fused_bwd_scan.cu; sm_90a) share: the
 // stage a producer warpgroup fills per chunk and their ring, the producer itself, the warpgroups'
 // register split, the named-barrier ids of their hand-offs, and the Ms epilogue; and the Fill
-// (an mbarrier pair per single buffer) of fused_bwd_intra_ws.cu and fused_bwd_hopper.cu.
+// (an mbarrier pair per single buffer) of fused_bwd_intra.cu.
 //
 // A CTA has NS state warpgroups (one per 64 value columns, warpgroups 0 .. NS - 1), one side
 // warpgroup (NS: the forward's output or store warpgroup, the backward's side warpgroup) and the
 // producer (NS + 1).
 #pragma once
 
-#include "fused.cuh"
-#include "hopper_wgmma.cuh"
+#include "fused_launch.cuh"
+#include "wgmma.cuh"
 
-namespace qr::gdn::fused::hopper_scan {
+namespace qr::gdn::fused::ring {
 
-using hopper::Frag;
-using hopper::MBarrier;
-using hopper::Tile;
+using sm90::Frag;
+using sm90::MBarrier;
+using sm90::Tile;
 
 // Stages in the ring: two at NS = 2 (the larger tiles), three at NS = 1.
 template <int NS>
@@ -80,9 +80,9 @@ constexpr int kGroup = 128;
 template <int NS>
 __device__ __forceinline__ void wait_all(Frag (&P)[NS]) {
   if constexpr (NS == 2)
-    hopper::mma_wait(P[0], P[1]);
+    sm90::mma_wait(P[0], P[1]);
   else
-    hopper::mma_wait(P[0]);
+    sm90::mma_wait(P[0]);
 }
 
 // What the producer loads: the raw q (or not), and the value-side tile from x (v or do), zero
@@ -99,7 +99,7 @@ __device__ __forceinline__ void produce(const Geo& geo, const Workspace& ws, con
                                         Ring<NS>& ring, int first, int chunks, bool reverse, int bh,
                                         int v0) {
   constexpr int kSize = Ring<NS>::kSize;
-  hopper::set_max_registers<kProducerRegs, false>();
+  sm90::set_max_registers<kProducerRegs, false>();
   const int id = threadIdx.x % 128, b = bh / geo.Hv, h = bh % geo.Hv;
   for (int i = 0; i < chunks; ++i) {
     const int n = reverse ? first - i : first + i;
@@ -109,11 +109,11 @@ __device__ __forceinline__ void produce(const Geo& geo, const Workspace& ws, con
     const Chunk c = chunk_at(geo, ws, b, n);
     const size_t row0 = vrow(geo, bh, n), krow0 = krow(geo, bh, n);
     if (l.q)
-      hopper::load_tile<128>(Tile<kC, kD>{s.q}, ws.qn + krow0 * kD, kD, kC, id);
-    hopper::load_tile<128>(Tile<kC, kD>{s.k}, ws.kn + krow0 * kD, kD, kC, id);
-    hopper::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
-    hopper::load_tile<128>(Tile<kC, 64 * NS>{s.x}, l.x.at(c.b, c.t0, h) + v0, l.x.st,
-                           l.zero_x ? 0 : c.len, id);
+      sm90::load_tile<128>(Tile<kC, kD>{s.q}, ws.qn + krow0 * kD, kD, kC, id);
+    sm90::load_tile<128>(Tile<kC, kD>{s.k}, ws.kn + krow0 * kD, kD, kC, id);
+    sm90::load_tile<128>(Tile<kC, kC>{s.a}, ws.a + row0 * kC, kC, kC, id);
+    sm90::load_tile<128>(Tile<kC, 64 * NS>{s.x}, l.x.at(c.b, c.t0, h) + v0, l.x.st,
+                         l.zero_x ? 0 : c.len, id);
     if (id < kC / 4)
       cp_async16(s.G + 4 * id, ws.G + row0 + 4 * id, true);
     cp_async_commit();
@@ -124,7 +124,7 @@ __device__ __forceinline__ void produce(const Geo& geo, const Workspace& ws, con
     cp_async_wait<0>();
     if (id < kC)
       s.beta[id] = beta;
-    hopper::fence_async();
+    sm90::fence_async();
     ring.full[i % kSize].arrive();
   }
 }
@@ -135,8 +135,8 @@ __device__ __forceinline__ void store_ms(Frag& M, Tile<kC, kC> ms, const float* 
   float gi[2]; // per fragment row: G
 #pragma unroll
   for (int hi = 0; hi < 2; ++hi)
-    gi[hi] = G[hopper::frag_row(hi)];
-  hopper::store_frag(ms, 0, M, [&](int hi, int r, int c, float x0, float x1) {
+    gi[hi] = G[sm90::frag_row(hi)];
+  sm90::store_frag(ms, 0, M, [&](int hi, int r, int c, float x0, float x1) {
     const float2 gj = *reinterpret_cast<const float2*>(G + c);
     return make_float2(r >= c ? scale * x0 * exp_ftz(gi[hi] - gj.x) : 0.f,
                        r >= c + 1 ? scale * x1 * exp_ftz(gi[hi] - gj.y) : 0.f);
@@ -144,7 +144,7 @@ __device__ __forceinline__ void store_ms(Frag& M, Tile<kC, kC> ms, const float* 
 }
 #endif
 
-} // namespace qr::gdn::fused::hopper_scan
+} // namespace qr::gdn::fused::ring
 
 namespace qr::gdn::fused {
 
@@ -154,7 +154,7 @@ namespace qr::gdn::fused {
 // (its readers' threads, each once it and its products are done reading; the count is the
 // kernel's).
 struct Fill {
-  hopper::MBarrier full, empty;
+  sm90::MBarrier full, empty;
 };
 
 #if QR_GDN_WGMMA
@@ -172,7 +172,7 @@ __device__ __forceinline__ void commit_async(Fill& f) {
 // the generic proxy, wgmma reads through the async one); release when done with it.
 __device__ __forceinline__ void landed(Fill& f, int k) {
   f.full.wait(k & 1);
-  hopper::fence_async();
+  sm90::fence_async();
 }
 __device__ __forceinline__ void release(Fill& f) {
   f.empty.arrive();

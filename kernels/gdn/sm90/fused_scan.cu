@@ -1,8 +1,8 @@
 // Fused GDN, the forward-recurrence scans on Hopper (sm_90a): fwd_scan, save_scan and the split's
-// seg_fwd, warp-specialised, every product on wgmma (hopper_wgmma.cuh). One CTA per (64 NS value
-// columns, value head), walking its chunks in order as fused_scan.cu's scans do, with the same
-// algebra (fused.cuh) and results; the roles run side by side and hand tiles over through shared
-// memory:
+// seg_fwd, warp-specialised, every product on wgmma (wgmma.cuh). One CTA per (64 NS value
+// columns, value head), walking its chunks in order as sm80/fused_scan.cu's scans do, with the same
+// algebra (fused_algorithm.cuh) and results; the roles run side by side and hand tiles over through
+// shared memory:
 //
 //   producer warpgroup     chunk n's q, k, A, v slice, G, beta into stage n % kStages by
 //                          cp.async; signals full[stage]; refills a stage once empty[stage] says
@@ -20,11 +20,12 @@
 //                          ot and stores them to global in 16-byte pieces.
 //   store warpgroup        save_scan, in the output's place: Sb_s (h_n) and Vn_s (v_new) to the
 //                          workspace in coalesced 16-byte pieces; no q tile, no Ms. In the
-//                          backward's pipeline (fused.cuh, Pipeline) it then counts the chunk in.
+//                          backward's pipeline (fused_pipeline.cuh, Pipeline) it then counts the
+//                          chunk in.
 //   seg_fwd                the state warpgroups alone, two CTAs per segment (NS = 2): one walks
 //                          E (the end state from zero; V as read), the other T (the transition,
 //                          from the identity; V = 0), from the segment's last sequence start
-//                          (fused_split.cu states the algebra), and saves it for the combine.
+//                          (sm80/fused_split.cu states the algebra), and saves it for the combine.
 //
 // Hand-offs between a state warpgroup s and the output (store) warpgroup are named-barrier
 // pairs, each generation of one held back by its partner (so neither side can lap the other):
@@ -35,21 +36,21 @@
 // st.shared of bf16 pairs). Stages are mbarrier rings. Products read shared memory through the
 // async proxy, so every writer fences (fence_async) before the barrier that publishes its tiles.
 //
-// Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (128
+// Grid and shapes as sm80/fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (128
 // columns, two stages: 221 KB of shared memory) where the (batch, value head) pairs fill the GPU,
 // else NS = 1 (three stages, 206 KB). Four (NS = 2) or three warpgroups: setmaxnreg gives the
 // producer 56 registers and the consumers the rest (152 / 224). Varlen restarts, split segments,
-// the final states and save_scan's stamp check as there. Built for sm_90a only; the launchers
-// pick it on sm_90 devices.
-#include "fused_hopper.cuh"
+// the final states and save_scan's stamp check as there. Built for sm_90a only; dispatch.h picks
+// it on sm_90 devices.
+#include "fused_ring.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using namespace hopper_scan;
-using hopper::bar_arrive;
-using hopper::bar_sync;
-using hopper::fence_async;
+using namespace ring;
+using sm90::bar_arrive;
+using sm90::bar_sync;
+using sm90::fence_async;
 
 template <int NS>
 struct alignas(1024) HopperFwdSmem {
@@ -70,7 +71,7 @@ static_assert(sizeof(HopperFwdSmem<2>) + 1024 <= 227 * 1024 &&
 enum HandOff { kSb, kSbFree, kVn, kVnFree };
 
 // fwd: fwd_scan. save: save_scan (h_n and v_new for the backward, no o), the store warpgroup in
-// the output's place. seg: fused_split.cu's seg_fwd, NS = 2, two CTAs per segment (blockIdx.x:
+// the output's place. seg: sm80/fused_split.cu's seg_fwd, NS = 2, two CTAs per segment (blockIdx.x:
 // its end state E from [V], its transition T from [0]), the state warpgroups alone.
 enum class Scan { fwd, save, seg };
 
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     launch_dependents();
   constexpr int BV = 64 * NS;
   extern __shared__ char smem_raw[];
-  HopperFwdSmem<NS>& sm = hopper::aligned_smem<HopperFwdSmem<NS>>(smem_raw);
+  HopperFwdSmem<NS>& sm = sm90::aligned_smem<HopperFwdSmem<NS>>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int v0 = kSeg ? 0 : blockIdx.x * BV; // seg: every column, of E or of T
   const bool seg_move = kSeg && blockIdx.x == 1;
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 
   if (kSeg && wg == NS) // seg has no output
     return;
-  hopper::set_max_registers<kConsumerRegs<NS>, true>();
+  sm90::set_max_registers<kConsumerRegs<NS>, true>();
   if (wg < NS) { // state warpgroup of slice `wg`
     const int sl = wg;
     const Tile<kD, 64> sb = Tile<kD, BV>{sm.sb}.block(sl);
@@ -148,31 +149,31 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     if (seg_move) { // T from the identity
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
+        sm90::each_pair64(S[m], [&](int, int r, int c, float& x0, float& x1) {
           x0 = 64 * m + r == col0 + c ? 1.f : 0.f;
           x1 = 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
         });
     } else if (kSeg) { // E from zero, or from the sequence's initial state after a restart
       const float* at =
           restart && !truncated ? state_of(h0, geo, chunk_at(geo, ws, b, slots.x), h, 0) : nullptr;
-      hopper::load_slice(S, at ? at + col0 : nullptr, kD);
+      sm90::load_slice(S, at ? at + col0 : nullptr, kD);
     } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.x);
       const float* at = entry_state(geo, c0, h0, entering, bh, h, 0);
-      hopper::load_slice(S, at ? at + col0 : nullptr, kD);
+      sm90::load_slice(S, at ? at + col0 : nullptr, kD);
     }
     for (int i = 0; i < chunks; ++i) {
       Stage<NS>& s = sm.ring.landed(i);
       const Chunk cur = s.chunk;
       if (i > 0 && cur.first) { // varlen: this slot starts a sequence
         const float* at = state_of(h0, geo, cur, h, 0);
-        hopper::load_slice(S, at ? at + col0 : nullptr, kD);
+        sm90::load_slice(S, at ? at + col0 : nullptr, kD);
       }
       const float Gl = s.G[kC - 1];
       float gm[2], be[2], el[2]; // per fragment row: exp(G), beta, exp(Gl - G)
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const int r = hopper::frag_row(hi);
+        const int r = sm90::frag_row(hi);
         gm[hi] = exp_ftz(s.G[r]);
         be[hi] = s.beta[r];
         el[hi] = exp_ftz(Gl - s.G[r]);
@@ -182,8 +183,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         bar_sync(bar_id(sl, kSbFree), kPair); // the output warpgroup is done with the last Sb
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::store_frag(sb, 64 * m, S[m],
-                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+        sm90::store_frag(sb, 64 * m, S[m],
+                         [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       fence_async();
       if constexpr (!kSeg)
         bar_arrive(bar_id(sl, kSb), kPair);
@@ -191,25 +192,25 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 
       Frag X; // K S, then v_new
       X.zero();
-      hopper::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), sb);
-      hopper::mma_wait(X);
-      hopper::store_frag(xs, 0, X, Tile<kC, BV>{s.x}.block(sl),
-                         [&](int hi, int, int, float x0, float x1, float2 v) {
-                           return make_float2(be[hi] * (v.x - gm[hi] * x0),
-                                              be[hi] * (v.y - gm[hi] * x1));
-                         });
+      sm90::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), sb);
+      sm90::mma_wait(X);
+      sm90::store_frag(xs, 0, X, Tile<kC, BV>{s.x}.block(sl),
+                       [&](int hi, int, int, float x0, float x1, float2 v) {
+                         return make_float2(be[hi] * (v.x - gm[hi] * x0),
+                                            be[hi] * (v.y - gm[hi] * x1));
+                       });
       fence_async();
       bar_sync(bar_group(sl), kGroup);
 
       X.zero();
-      hopper::mma64<Lay::MK, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, xs);
-      hopper::mma_wait(X);
+      sm90::mma64<Lay::MK, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, xs);
+      sm90::mma_wait(X);
       if constexpr (!kSeg)
         bar_sync(bar_id(sl, kVnFree), kPair); // the output warpgroup is done with the last Vn
       if constexpr (!kSeg)
-        hopper::store_frag(vn, 0, X,
-                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
-      hopper::store_frag(es, 0, X, [&](int hi, int, int, float x0, float x1) {
+        sm90::store_frag(vn, 0, X,
+                         [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+      sm90::store_frag(es, 0, X, [&](int hi, int, int, float x0, float x1) {
         return make_float2(el[hi] * x0, el[hi] * x1);
       });
       fence_async();
@@ -221,19 +222,19 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
         S[m].each([&](int, int, float& x) { x *= decay; });
-        hopper::mma64<Lay::KM, Lay::KN, kC>(S[m], k_tile(i).block(m), es);
+        sm90::mma64<Lay::KM, Lay::KN, kC>(S[m], k_tile(i).block(m), es);
       }
-      hopper::mma_wait(S[0], S[1]);
+      sm90::mma_wait(S[0], S[1]);
       sm.ring.release(i);
       if (cur.last) {
         float* at = state_of(ht, geo, cur, h, 0);
         if (at)
-          hopper::save_slice(S, at + col0, kD);
+          sm90::save_slice(S, at + col0, kD);
       }
     }
     if constexpr (kSeg) {
       const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
-      hopper::save_slice(S, (seg_move ? ws.seg_move : ws.seg_end) + at + col0, kD);
+      sm90::save_slice(S, (seg_move ? ws.seg_move : ws.seg_end) + at + col0, kD);
     }
     return;
   }
@@ -253,16 +254,16 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #pragma unroll
       for (int sl = 0; sl < NS; ++sl) {
         bar_sync(bar_id(sl, kSb), kPair);
-        hopper::store_tile<128>(Tile<kD, BV>{sm.sb}.block(sl),
-                                ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD, id);
+        sm90::store_tile<128>(Tile<kD, BV>{sm.sb}.block(sl),
+                              ws.h + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD, id);
         if (more)
           bar_arrive(bar_id(sl, kSbFree), kPair);
       }
 #pragma unroll
       for (int sl = 0; sl < NS; ++sl) {
         bar_sync(bar_id(sl, kVn), kPair);
-        hopper::store_tile<128>(Tile<kC, BV>{sm.vn}.block(sl),
-                                ws.nu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, id);
+        sm90::store_tile<128>(Tile<kC, BV>{sm.vn}.block(sl),
+                              ws.nu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, id);
         if (more)
           bar_arrive(bar_id(sl, kVnFree), kPair);
       }
@@ -289,13 +290,13 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       bar_sync(bar_group(NS), kGroup); // every output warp is done with the last Ms
       Frag M;
       M.zero();
-      hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
-      hopper::mma_wait(M);
+      sm90::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
+      sm90::mma_wait(M);
       store_ms(M, ms, s.G, geo.scale);
       float gs[2]; // per fragment row: scale exp(G)
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi)
-        gs[hi] = geo.scale * exp_ftz(s.G[hopper::frag_row(hi)]);
+        gs[hi] = geo.scale * exp_ftz(s.G[sm90::frag_row(hi)]);
       fence_async();
       bar_sync(bar_group(NS), kGroup);
 
@@ -304,19 +305,19 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       for (int sl = 0; sl < NS; ++sl) {
         P[sl].zero();
         bar_sync(bar_id(sl, kSb), kPair);
-        hopper::mma64<Lay::MK, Lay::KN, kD>(P[sl], q_tile(i), Tile<kD, BV>{sm.sb}.block(sl));
+        sm90::mma64<Lay::MK, Lay::KN, kD>(P[sl], q_tile(i), Tile<kD, BV>{sm.sb}.block(sl));
       }
       wait_all(P);
 #pragma unroll
       for (int sl = 0; sl < NS; ++sl) {
         if (more)
           bar_arrive(bar_id(sl, kSbFree), kPair);
-        hopper::each_pair64(P[sl], [&](int hi, int, int, float& x0, float& x1) {
+        sm90::each_pair64(P[sl], [&](int hi, int, int, float& x0, float& x1) {
           x0 *= gs[hi];
           x1 *= gs[hi];
         });
         bar_sync(bar_id(sl, kVn), kPair);
-        hopper::mma64<Lay::MK, Lay::KN, kC>(P[sl], ms, Tile<kC, BV>{sm.vn}.block(sl));
+        sm90::mma64<Lay::MK, Lay::KN, kC>(P[sl], ms, Tile<kC, BV>{sm.vn}.block(sl));
       }
       wait_all(P);
       sm.ring.release(i);
@@ -328,8 +329,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       for (int sl = 0; sl < NS; ++sl) {
         if (more)
           bar_arrive(bar_id(sl, kVnFree), kPair);
-        hopper::store_frag(ot.block(sl), 0, P[sl],
-                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+        sm90::store_frag(ot.block(sl), 0, P[sl],
+                         [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       }
       __syncwarp();
       constexpr int kPieces = 8 * NS; // 16-byte pieces per row
@@ -363,23 +364,23 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, const Fw
 
 } // namespace
 
-std::string launch_fwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
-                                   const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
-                                   const float* entering, cudaStream_t st) {
+std::string launch_fwd_scan_sm90(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                 const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
+                                 const float* entering, cudaStream_t st) {
   return sg.bv == 128 ? launch_ns<2, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, nullptr, st)
                       : launch_ns<1, Scan::fwd>(geo, sg, ws, in, h0, o, ht, entering, nullptr, st);
 }
 
-std::string launch_save_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
-                                    const FwdInputs& in, const float* h0, const float* entering,
-                                    Pipeline pipe, cudaStream_t st) {
+std::string launch_save_scan_sm90(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                  const FwdInputs& in, const float* h0, const float* entering,
+                                  Pipeline pipe, cudaStream_t st) {
   return sg.bv == 128
              ? launch_ns<2, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, pipe.ready, st)
              : launch_ns<1, Scan::save>(geo, sg, ws, in, h0, {}, nullptr, entering, pipe.ready, st);
 }
 
-std::string launch_seg_fwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
-                                  const FwdInputs& in, const float* h0, cudaStream_t st) {
+std::string launch_seg_fwd_sm90(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                const FwdInputs& in, const float* h0, cudaStream_t st) {
   return launch_ns<2, Scan::seg>(geo, sg, ws, in, h0, {}, nullptr, nullptr, nullptr, st);
 }
 

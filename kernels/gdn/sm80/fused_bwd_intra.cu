@@ -34,16 +34,16 @@
 // Finally dq, dk go through the l2 normalisation's backward: dx = rstd (dxn - xn (xn . dxn)).
 // Each CTA first checks the context's stamp; varlen slots come from the chunk map, and an unused
 // slot is skipped.
-#include "fused.cuh"
+#include "fused_launch.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::add_col_sums;
-using chunked::add_row_sums;
-using chunked::Parts;
-using chunked::store_acc_bf16;
-using chunked::sum_parts;
+using sm80::add_col_sums;
+using sm80::add_row_sums;
+using sm80::Parts;
+using sm80::store_acc_bf16;
+using sm80::sum_parts;
 
 constexpr int kWarps = 16, kIntraThreads = 32 * kWarps;
 // The slots of a Parts: a warp's row sums go to slot nb (its column band), its column sums to
@@ -586,8 +586,8 @@ __global__ void __launch_bounds__(kIntraThreads, 1)
 
 } // namespace
 
-std::string launch_bwd_intra(const Geo& geo, const FwdInputs& in, const Workspace& ws,
-                             Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st) {
+std::string launch_bwd_intra_sm80(const Geo& geo, const FwdInputs& in, const Workspace& ws,
+                                  Ref<const bf16> d_o, const BwdArgs& out, cudaStream_t st) {
   const int smem = sizeof(IntraSmem);
   QR_CUDA_TRY(
       cudaFuncSetAttribute(bwd_intra_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

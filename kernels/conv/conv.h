@@ -94,14 +94,14 @@ public:
   virtual std::string run_bwd(const BwdArgs& a, void* workspace, Stream stream) const = 0;
 };
 
-// One kernel forward, one kernel backward plus an ordered reduce (kernels/gdn/conv_fused.cu).
+// One kernel forward, one kernel backward plus an ordered reduce (kernels/conv/conv_fused.cu).
 std::unique_ptr<Backend> make_fused_backend();
-// cuDNN convolution + separate small kernels (kernels/gdn/conv_cudnn.cu); nullptr when the build
+// cuDNN convolution + separate small kernels (kernels/conv/conv_cudnn.cu); nullptr when the build
 // has no cuDNN.
 std::unique_ptr<Backend> make_cudnn_backend();
 bool have_cudnn();
 
-// fp64 CPU reference (kernels/gdn/conv_cpu_reference.cpp): dense row-major tensors as above;
+// fp64 CPU reference (kernels/conv/conv_cpu_reference.cpp): dense row-major tensors as above;
 // an empty bias means none.
 namespace cpu {
 

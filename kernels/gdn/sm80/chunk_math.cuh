@@ -1,99 +1,14 @@
-// Shared pieces of the chunked GDN kernels: tile sizes, parameters, workspace layout, and the
-// per-chunk helpers (row normalisation, in-chunk cumsum, fragment row / column reductions, and
-// the unit-lower-triangular inverse used by the WY transform).
+// The per-chunk pieces the mma.sync (sm_80) kernels of both families share: accumulator stores,
+// row normalisation, the in-chunk cumsum, reproducible row / column sums of fragments,
+// fp32-accurate products on tf32 tensor cores, and the unit-lower-triangular inverse of the WY
+// transform.
 #pragma once
 
-#include "common.cuh"
+#include "geometry.cuh"
 
-namespace qr::gdn::chunked {
+namespace qr::gdn::sm80 {
 
-constexpr int kC = 64;        // chunk length
-constexpr int kD = 128;       // Dk = Dv
-constexpr int kBV = 64;       // value columns per CTA of the sequential scans
-constexpr int kThreads = 256; // 8 warps in every kernel
-constexpr int kLdD = kD + 8;  // padded smem row strides (bf16): 16-byte rows, no bank conflicts
-constexpr int kLdC = kC + 8;
-constexpr int kLdF = kC + 4;    // padded fp32 row stride of 64-wide tiles
-constexpr float kL2Eps = 1e-6f; // FLA's l2norm eps
-
-// Chunk slots per (batch row, head). Dense: ceil(T / 64). Varlen (fused only): sequence s's
-// chunk j sits at slot floor(cu[s] / 64) + s + j, so that a slot's sequence follows from
-// cu_seqlens alone (a binary search, no prefix sum over the lengths) and the count depends on T
-// and N only: chunks of s end before the next sequence's first slot because
-// floor(cu[s] / 64) + ceil(len_s / 64) <= floor(cu[s+1] / 64) + 1, and the last sequence's end
-// at slot floor(T / 64) + N - 1 at most. Slots between two sequences stay unused.
-inline int chunk_slots(const Shape& s) {
-  return s.varlen() ? s.seq_len / kC + s.sequences : (s.seq_len + kC - 1) / kC;
-}
-
-// Problem geometry shared by every kernel.
-struct Geo {
-  int B, T, Hk, Hv, NT, group;
-  float scale;
-  bool l2;
-  int N;             // varlen sequences (0: dense)
-  const int32_t* cu; // varlen offsets
-  __device__ int valid(int n) const { return min(kC, T - n * kC); }
-};
-
-inline Geo make_geo(const Shape& s, const Options& opt, const int32_t* cu = nullptr) {
-  return {s.batch,
-          s.seq_len,
-          s.key_heads,
-          s.value_heads,
-          chunk_slots(s),
-          s.group(),
-          opt.effective_scale(s),
-          opt.l2norm_qk,
-          s.sequences,
-          cu};
-}
-
-inline std::string shape_error(const Shape& s) {
-  if (!s.valid())
-    return "invalid shape";
-  if (s.head_dim_k != kD || s.head_dim_v != kD)
-    return "head dims must be 128";
-  return {};
-}
-
-// 16-byte aligned rows, as cp.async and the bf16x2 stores need.
-template <class T>
-bool rows_aligned(const TensorRef<T>& r) {
-  return reinterpret_cast<uintptr_t>(r.data) % 16 == 0 && r.stride_b % 8 == 0 &&
-         r.stride_t % 8 == 0 && r.stride_h % 8 == 0;
-}
-
-// Chunk-major scratch, per (b, value head) contiguous; token rows padded to NT * 64 (pad rows hold
-// zeros, and G of pad rows equals G of the last real token).
-struct Workspace {
-  bf16* w;   // [B,Hv,Tp,Dk]  A diag(beta exp(G)) K
-  bf16* u;   // [B,Hv,Tp,Dv]  A diag(beta) V
-  float* G;  // [B,Hv,Tp]     in-chunk cumsum of g
-  bf16* h;   // [B,Hv,NT,Dk,Dv] state entering each chunk (backward only)
-  bf16* nu;  // [B,Hv,Tp,Dv]  v_new = u - w h (backward only)
-  bf16* dh;  // [B,Hv,NT,Dk,Dv] gradient of the state leaving each chunk (backward only)
-  bf16* dnu; // [B,Hv,Tp,Dv]  gradient of v_new (backward only)
-
-  static Workspace carve(const Shape& s, bool bwd, void* base, size_t* bytes) {
-    const size_t NT = (s.seq_len + kC - 1) / kC, Tp = NT * kC;
-    const size_t heads = size_t(s.batch) * s.value_heads;
-    Carver c{static_cast<char*>(base)};
-    Workspace ws{};
-    ws.w = c.take<bf16>(heads * Tp * kD);
-    ws.u = c.take<bf16>(heads * Tp * kD);
-    ws.G = c.take<float>(heads * Tp);
-    if (bwd) {
-      ws.h = c.take<bf16>(heads * NT * kD * kD);
-      ws.nu = c.take<bf16>(heads * Tp * kD);
-      ws.dh = c.take<bf16>(heads * NT * kD * kD);
-      ws.dnu = c.take<bf16>(heads * Tp * kD);
-    }
-    if (bytes)
-      *bytes = c.used;
-    return ws;
-  }
-};
+using namespace geometry;
 
 // Writes a warp's fp32 accumulator tile as bf16 pairs to dst (row stride ld elements); rows at or
 // past valid_rows (relative to the tile origin) are skipped.
@@ -375,4 +290,4 @@ __device__ __forceinline__ void invert_unit_lower(const float* Lf, const float* 
   team.sync();
 }
 
-} // namespace qr::gdn::chunked
+} // namespace qr::gdn::sm80

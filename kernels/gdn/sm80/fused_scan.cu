@@ -1,5 +1,5 @@
 // Fused GDN, the sequential stage on mma.sync (on sm_90 devices all three are the warp-specialised
-// wgmma kernels of fused_scan_hopper.cu and fused_bwd_scan_hopper.cu; these run on sm_100a / 103a):
+// wgmma kernels of sm90/fused_scan.cu and sm90/fused_bwd_scan.cu; these run on sm_100a / 103a):
 // three scans over the chunks of one (value head, BV value columns), one CTA of 8 warps each, the
 // 128 x BV fp32 state slice in registers: warp w owns the 32 x BV/2 tile at rows 32 (w % 4),
 // columns BV/2 (w / 4). Warp tiles are at least 32 wide in both directions where they can be: with
@@ -30,13 +30,13 @@
 //   phase B  dv_new = Ms^T do + El .* (K dS) (2 x 4 grid of 32 x BV/4), to global; then
 //            Y = -diag(beta exp(G)) A^T dv_new (= -w^T dv_new before its K^T), to smem
 //   phase C  dS = exp(Gl) dS + (scale exp(G) Q)^T do + K^T Y
-// Sequence boundaries (varlen; fused.cuh): the forward scans save the final state after a
+// Sequence boundaries (varlen; fused_algorithm.cuh): the forward scans save the final state after a
 // sequence's last chunk and load the next sequence's initial state (or zero) after the chunk before
 // its first; the backward scan saves the initial-state gradient after a first chunk and loads the
 // final-state gradient after the chunk behind a last one. The chunk map is read one chunk ahead, so
 // its loads overlap a chunk's compute. save_scan and the backward scan check the context's stamp
 // first (the backward given a context reads its chunk map).
-// Split rows (fused_split.cu, launched from here first): each CTA walks segment blockIdx.z and
+// Split rows (fused_split.cu, which fused.cu launches first): each CTA walks segment blockIdx.z and
 // starts from the state fused_split.cu combined for it (backward: the gradient leaving it), except
 // where its first (backward: last) slot starts (ends) a sequence.
 // The tiles the scans hand on (h_n, v_new, dh_n, dv_new) go to global memory from their
@@ -44,12 +44,12 @@
 // 4-byte pieces that each half-fill a sector, they made the backward scans L2-bound. (Hopper bulk
 // copies, one per 256-byte row, measured 1.8x slower still: the copy engine's per-request cost
 // exceeds a chunk's compute.)
-#include "fused.cuh"
+#include "fused_launch.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using chunked::store_acc_bf16;
+using sm80::store_acc_bf16;
 
 template <int BV>
 constexpr int kLdV = BV + 8; // padded row stride of BV-wide bf16 tiles
@@ -435,62 +435,30 @@ std::string launch(Kernel kernel, size_t smem, const Geo& geo, ScanGrid sg, int 
 
 } // namespace
 
-// Split (split_segments) when the (batch, value head) pairs alone would leave SMs idle; else
-// (varlen) as many sequence groups per value head as fill one wave of 128-column CTAs (at most N).
-ScanGrid scan_grid(const Geo& geo, int sm_count) {
-  const int segments = split_segments(geo.B, geo.Hv, geo.NT);
-  const int groups = segments > 1 ? segments
-                     : geo.N      ? std::max(1, std::min(geo.N, sm_count / geo.Hv))
-                                  : 1;
-  return {4 * geo.B * geo.Hv * groups >= 3 * sm_count ? 128 : 64, groups, segments > 1};
-}
-
 // Warps per scan CTA: the forward scan takes 16 for 64 columns (at the 397B shape: 256 against 280
 // us with its saves) and 8 for 128, where the registers allow no more; the backward scan keeps 8
-// (248 against 233 us with 16 at 64 columns). Split: the segments' end states and transitions and
-// their combine first (fused_split.cu), then the same scans from the true entering states.
-std::string launch_fwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                            const float* h0, Ref<bf16> o, float* ht, cudaStream_t st) {
-  if (sg.split)
-    if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
-      return e;
-  const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
-  if (sg.hopper & kHopperFwd)
-    return launch_fwd_scan_hopper(geo, sg, ws, in, h0, o, ht, entering, st);
+// (248 against 233 us with 16 at 64 columns).
+std::string launch_fwd_scan_sm80(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                 const FwdInputs& in, const float* h0, Ref<bf16> o, float* ht,
+                                 const float* entering, cudaStream_t st) {
   return sg.bv == 128 ? launch(fwd_scan_kernel<128, 8>, sizeof(FwdSmem<128>), geo, sg, 256, st, ws,
                                in, h0, o, ht, entering)
                       : launch(fwd_scan_kernel<64, 16>, sizeof(FwdSmem<64>), geo, sg, 512, st, ws,
                                in, h0, o, ht, entering);
 }
 
-std::string launch_save_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                             const float* h0, bool states_saved, Pipeline pipe, cudaStream_t st) {
-  if (sg.split && !states_saved)
-    if (std::string e = launch_split_fwd(geo, sg, ws, in, h0, st); !e.empty())
-      return e;
-  const float* entering = sg.split ? ws.seg_fwd_in : nullptr;
-  if (sg.hopper & kHopperSave)
-    return launch_save_scan_hopper(geo, sg, ws, in, h0, entering, pipe, st);
-  if (pipe.ready)
-    return "fused: the backward's pipeline needs save_scan's Hopper kernel";
+std::string launch_save_scan_sm80(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                  const FwdInputs& in, const float* h0, const float* entering,
+                                  cudaStream_t st) {
   return sg.bv == 128 ? launch(save_scan_kernel<128>, sizeof(SaveSmem<128>), geo, sg, kThreads, st,
                                ws, in, h0, entering)
                       : launch(save_scan_kernel<64>, sizeof(SaveSmem<64>), geo, sg, kThreads, st,
                                ws, in, h0, entering);
 }
 
-std::string launch_bwd_scan(const Geo& geo, ScanGrid sg, const Workspace& ws, const FwdInputs& in,
-                            Ref<const bf16> d_o, const float* dht, float* dh0, Pipeline pipe,
-                            cudaStream_t st) {
-  if (sg.split)
-    if (std::string e = launch_split_bwd(geo, sg, ws, in, d_o, dht, st); !e.empty())
-      return e;
-  const float* entering = sg.split ? ws.seg_in : nullptr;
-  if (sg.hopper & kHopperBwd) // save_scan's dependent unless the split's passes came between
-    return launch_bwd_scan_hopper(geo, sg, ws, in, d_o, dht, dh0, entering, pipe,
-                                  pipe.ready && !sg.split, st);
-  if (pipe.ready)
-    return "fused: the backward's pipeline needs bwd_scan's Hopper kernel";
+std::string launch_bwd_scan_sm80(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                 const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                 float* dh0, const float* entering, cudaStream_t st) {
   return sg.bv == 128 ? launch(bwd_scan_kernel<128, 8>, sizeof(BwdSmem<128>), geo, sg, 256, st, ws,
                                in.beta, d_o, dht, dh0, entering)
                       : launch(bwd_scan_kernel<64, 8>, sizeof(BwdSmem<64>), geo, sg, 256, st, ws,

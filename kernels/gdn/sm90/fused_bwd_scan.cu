@@ -1,7 +1,8 @@
 // Fused GDN, the backward scan on Hopper (sm_90a): warp-specialised, every product on wgmma
-// (hopper_wgmma.cuh), laid out as fused_scan_hopper.cu's forward scan. One CTA per (64 NS value
-// columns, value head), walking its chunks in reverse as fused_scan.cu's bwd_scan does, with the
-// same algebra (fused.cuh) and results; dS is the gradient of the state leaving the chunk:
+// (wgmma.cuh), laid out as fused_scan.cu's forward scan. One CTA per (64 NS value
+// columns, value head), walking its chunks in reverse as sm80/fused_scan.cu's bwd_scan does, with
+// the same algebra (fused_algorithm.cuh) and results; dS is the gradient of the state leaving the
+// chunk:
 //
 //   producer warpgroup     chunk n's q, k, A, do slice, G, beta into stage i % kStages (i the
 //                          walk's step, n = y - 1 - i) by cp.async; signals full[stage]; refills
@@ -19,9 +20,10 @@
 //                          scale diag(exp(G)) Q (bwd_scan's rounding), then per slice T_s = Ms^T
 //                          do_s, kept fp32 (in the fragment order the state warpgroup reads it
 //                          in), so dv_new is rounded once as in bwd_scan; it copies dSb_s to ws.dh
-//                          and Dnu_s to ws.dnu in coalesced 16-byte pieces (fused_scan.cu says
+//                          and Dnu_s to ws.dnu in coalesced 16-byte pieces (sm80/fused_scan.cu says
 //                          why), forming the next chunk's Ms and Qs between the two copies; in the
-//                          backward's pipeline (fused.cuh, Pipeline) it then counts the chunk in.
+//                          backward's pipeline (fused_pipeline.cuh, Pipeline) it then counts the
+//                          chunk in.
 //
 // Hand-offs between a state warpgroup s and the side warpgroup are named-barrier pairs of 256
 // threads (4 per slice), each generation of one held back by its partner, so that neither side
@@ -35,21 +37,21 @@
 // NS + 1 consumer warpgroups'). Products read shared memory through the async proxy, so every
 // writer fences (fence_async) before the barrier that publishes its tiles.
 //
-// Grid and shapes as fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (two
+// Grid and shapes as sm80/fused_scan.cu: dim3(kD / BV, B Hv, scan groups), BV = 64 NS; NS = 2 (two
 // stages: 220 KB of shared memory) or NS = 1 (three stages, 205 KB). Four (NS = 2) or three
 // warpgroups, setmaxnreg as the forward: 56 registers for the producer, 152 / 224 for the
 // consumers. The stamp check first; varlen reloads of the final-state gradient, the initial-state
 // gradient saves and the split segments' leaving gradients as bwd_scan. Built for sm_90a only;
-// launch_bwd_scan picks it on sm_90 devices.
-#include "fused_hopper.cuh"
+// dispatch.h picks it on sm_90 devices.
+#include "fused_ring.cuh"
 
 namespace qr::gdn::fused {
 namespace {
 
-using namespace hopper_scan;
-using hopper::bar_arrive;
-using hopper::bar_sync;
-using hopper::fence_async;
+using namespace ring;
+using sm90::bar_arrive;
+using sm90::bar_sync;
+using sm90::fence_async;
 
 template <int NS>
 struct alignas(1024) HopperBwdSmem {
@@ -70,7 +72,7 @@ static_assert(sizeof(HopperBwdSmem<2>) + 1024 <= 227 * 1024 &&
 // The hand-offs of slice s (bar_id(s, k)).
 enum HandOff { kTq, kDsb, kDsbFree, kDnu };
 
-// kSeg: fused_split.cu's seg_bwd, NS = 2, two CTAs per segment (blockIdx.x: the gradient dE
+// kSeg: sm80/fused_split.cu's seg_bwd, NS = 2, two CTAs per segment (blockIdx.x: the gradient dE
 // entering it from [do], its transposed transition T^bwd from [0]), walking down from the
 // segment's first sequence end or gate horizon (T^bwd then 0, its CTA idle); no dh_n or dv_new
 // stores. Else bwd_scan.
@@ -83,7 +85,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
   if constexpr (!kSeg) // bwd_intra, its dependent in the backward's pipeline, may start beside it
     launch_dependents();
   extern __shared__ char smem_raw[];
-  HopperBwdSmem<NS>& sm = hopper::aligned_smem<HopperBwdSmem<NS>>(smem_raw);
+  HopperBwdSmem<NS>& sm = sm90::aligned_smem<HopperBwdSmem<NS>>(smem_raw);
   const int bh = blockIdx.y, b = bh / geo.Hv, h = bh % geo.Hv;
   const int v0 = kSeg ? 0 : blockIdx.x * BV; // seg: every column, of dE or of T^bwd
   const bool seg_move = kSeg && blockIdx.x == 1;
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     return;
   }
 
-  hopper::set_max_registers<kConsumerRegs<NS>, true>();
+  sm90::set_max_registers<kConsumerRegs<NS>, true>();
   const int tid = threadIdx.x % 128; // index in the warpgroup
   if (wg < NS) {                     // state warpgroup of slice `wg`
     const int sl = wg;
@@ -148,7 +150,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     if (seg_move) { // T^bwd from the identity
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::each_pair64(dS[m], [&](int, int r, int c, float& x0, float& x1) {
+        sm90::each_pair64(dS[m], [&](int, int r, int c, float& x0, float& x1) {
           x0 = 64 * m + r == col0 + c ? 1.f : 0.f;
           x1 = 64 * m + r == col0 + c + 1 ? 1.f : 0.f;
         });
@@ -156,26 +158,26 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       const float* at = restart && !truncated
                             ? state_of(dht, geo, chunk_at(geo, ws, b, slots.y - 1), h, 0)
                             : nullptr;
-      hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
+      sm90::load_slice(dS, at ? at + col0 : nullptr, kD);
     } else {
       const Chunk c0 = chunk_at(geo, ws, b, slots.y - 1);
       const float* at = c0.last    ? state_of(dht, geo, c0, h, 0)
                         : entering ? segment_state(entering, bh, 0)
                                    : nullptr;
-      hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
+      sm90::load_slice(dS, at ? at + col0 : nullptr, kD);
     }
     for (int i = 0; i < chunks; ++i) {
       Stage<NS>& s = sm.ring.landed(i);
       const Chunk cur = s.chunk;
       if (i > 0 && cur.last) { // varlen: this slot ends a sequence
         const float* at = state_of(dht, geo, cur, h, 0);
-        hopper::load_slice(dS, at ? at + col0 : nullptr, kD);
+        sm90::load_slice(dS, at ? at + col0 : nullptr, kD);
       }
       const float Gl = s.G[kC - 1];
       float el[2], bg[2]; // per fragment row: exp(Gl - G), -beta exp(G)
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const int r = hopper::frag_row(hi);
+        const int r = sm90::frag_row(hi);
         el[hi] = exp_ftz(Gl - s.G[r]);
         bg[hi] = -s.beta[r] * exp_ftz(s.G[r]);
       }
@@ -183,24 +185,24 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       bar_sync(bar_id(sl, kDsbFree), kPair); // the side warpgroup has copied the last dSb
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::store_frag(dsb, 64 * m, dS[m],
-                           [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+        sm90::store_frag(dsb, 64 * m, dS[m],
+                         [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       fence_async();
       bar_arrive(bar_id(sl, kDsb), kPair);
       bar_sync(bar_group(sl), kGroup);
 
       Frag X; // K dSb, then dv_new, then A^T dv_new
       X.zero();
-      hopper::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), dsb);
+      sm90::mma64<Lay::MK, Lay::KN, kD>(X, k_tile(i), dsb);
       // dS's state-free part beside the chain: exp(Gl) dS + Qs^T do, once Qs and T are there
       const float decay = exp_ftz(Gl);
       bar_sync(bar_id(sl, kTq), kPair);
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
         dS[m].each([&](int, int, float& x) { x *= decay; });
-        hopper::mma64<Lay::KM, Lay::KN, kC>(dS[m], q_tile(i).block(m), do_tile(i, sl));
+        sm90::mma64<Lay::KM, Lay::KN, kC>(dS[m], q_tile(i).block(m), do_tile(i, sl));
       }
-      hopper::mma_wait<2>(X);
+      sm90::mma_wait<2>(X);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const float4 tj = t[j * 128];
@@ -209,16 +211,16 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
         X.c[0][j][2] = el[1] * X.c[0][j][2] + tj.z;
         X.c[0][j][3] = el[1] * X.c[0][j][3] + tj.w;
       }
-      hopper::store_frag(dnu, 0, X,
-                         [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
+      sm90::store_frag(dnu, 0, X,
+                       [](int, int, int, float x0, float x1) { return make_float2(x0, x1); });
       fence_async();
       bar_arrive(bar_id(sl, kDnu), kPair);
       bar_sync(bar_group(sl), kGroup);
 
       X.zero();
-      hopper::mma64<Lay::KM, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, dnu);
-      hopper::mma_wait(X, dS[0], dS[1]);
-      hopper::store_frag(y, 0, X, [&](int hi, int, int, float x0, float x1) {
+      sm90::mma64<Lay::KM, Lay::KN, kC>(X, Tile<kC, kC>{s.a}, dnu);
+      sm90::mma_wait(X, dS[0], dS[1]);
+      sm90::store_frag(y, 0, X, [&](int hi, int, int, float x0, float x1) {
         return make_float2(bg[hi] * x0, bg[hi] * x1);
       });
       fence_async();
@@ -226,18 +228,18 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 
 #pragma unroll
       for (int m = 0; m < 2; ++m)
-        hopper::mma64<Lay::KM, Lay::KN, kC>(dS[m], k_tile(i).block(m), y);
-      hopper::mma_wait(dS[0], dS[1]);
+        sm90::mma64<Lay::KM, Lay::KN, kC>(dS[m], k_tile(i).block(m), y);
+      sm90::mma_wait(dS[0], dS[1]);
       sm.ring.release(i);
       if (cur.first) {
         float* at = state_of(dh0, geo, cur, h, 0);
         if (at)
-          hopper::save_slice(dS, at + col0, kD);
+          sm90::save_slice(dS, at + col0, kD);
       }
     }
     if constexpr (kSeg) {
       const size_t at = (size_t(bh) * gridDim.z + blockIdx.z) * kD * kD;
-      hopper::save_slice(dS, (seg_move ? ws.seg_move : ws.seg_end) + at + col0, kD);
+      sm90::save_slice(dS, (seg_move ? ws.seg_move : ws.seg_end) + at + col0, kD);
     }
     return;
   }
@@ -250,8 +252,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     bar_sync(bar_group(NS), kGroup); // every side warp is done with the last Ms
     Frag M;
     M.zero();
-    hopper::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
-    hopper::mma_wait(M);
+    sm90::mma64<Lay::MK, Lay::NK, kD>(M, q_tile(i), k_tile(i));
+    sm90::mma_wait(M);
     store_ms(M, ms, s.G, geo.scale);
     // Qs = scale diag(exp(G)) Q in place of the raw Q, once every side warp has waited for its
     // part of Q K^T (a warp's wait covers only its own part's reads): a tile row's 16-byte pieces
@@ -279,7 +281,7 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
       T[sl].zero();
-      hopper::mma64<Lay::KM, Lay::KN, kC>(T[sl], ms, do_tile(i, sl));
+      sm90::mma64<Lay::KM, Lay::KN, kC>(T[sl], ms, do_tile(i, sl));
     }
     auto hand_t = [&](int sl) {
       float4* t = sm.t + sl * 8 * 128 + tid;
@@ -290,19 +292,18 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
       bar_arrive(bar_id(sl, kTq), kPair);
     };
     if constexpr (NS == 2) {
-      hopper::mma_wait<1>(T[0]);
+      sm90::mma_wait<1>(T[0]);
       hand_t(0);
     }
-    hopper::mma_wait(T[NS - 1]);
+    sm90::mma_wait(T[NS - 1]);
     hand_t(NS - 1);
     sm.ring.release(i);
 #pragma unroll
     for (int sl = 0; sl < NS; ++sl) {
       bar_sync(bar_id(sl, kDsb), kPair);
       if constexpr (!kSeg)
-        hopper::store_tile<128>(Tile<kD, BV>{sm.dsb}.block(sl),
-                                ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD,
-                                tid);
+        sm90::store_tile<128>(Tile<kD, BV>{sm.dsb}.block(sl),
+                              ws.dh + (size_t(bh) * geo.NT + n) * kD * kD + v0 + 64 * sl, kD, tid);
       if (more)
         bar_arrive(bar_id(sl, kDsbFree), kPair);
     }
@@ -312,8 +313,8 @@ __global__ void __launch_bounds__(128 * (NS + 2), 1)
     for (int sl = 0; sl < NS; ++sl) {
       bar_sync(bar_id(sl, kDnu), kPair);
       if constexpr (!kSeg)
-        hopper::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
-                                ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
+        sm90::store_tile<128>(Tile<kC, BV>{sm.dnu}.block(sl),
+                              ws.dnu + vrow(geo, bh, n) * kD + v0 + 64 * sl, kD, tid);
     }
     if (ready && ((i + 1) % kCountBatch == 0 || !more)) { // count chunks n .. n + done - 1
       bar_sync(bar_group(NS), kGroup);
@@ -341,19 +342,19 @@ std::string launch_ns(const Geo& geo, ScanGrid sg, const Workspace& ws, Ref<cons
 
 } // namespace
 
-std::string launch_bwd_scan_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
-                                   const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
-                                   float* dh0, const float* entering, Pipeline pipe, bool dependent,
-                                   cudaStream_t st) {
+std::string launch_bwd_scan_sm90(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                 const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                 float* dh0, const float* entering, Pipeline pipe, bool dependent,
+                                 cudaStream_t st) {
   return sg.bv == 128 ? launch_ns<2, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering,
                                             pipe.ready, dependent, st)
                       : launch_ns<1, false>(geo, sg, ws, in.beta, d_o, dht, dh0, entering,
                                             pipe.ready, dependent, st);
 }
 
-std::string launch_seg_bwd_hopper(const Geo& geo, ScanGrid sg, const Workspace& ws,
-                                  const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
-                                  cudaStream_t st) {
+std::string launch_seg_bwd_sm90(const Geo& geo, ScanGrid sg, const Workspace& ws,
+                                const FwdInputs& in, Ref<const bf16> d_o, const float* dht,
+                                cudaStream_t st) {
   return launch_ns<2, true>(geo, sg, ws, in.beta, d_o, dht, nullptr, nullptr, nullptr, false, st);
 }
 
