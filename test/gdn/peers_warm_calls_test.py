@@ -256,12 +256,32 @@ def chunk_gated_delta_rule(*args, **kwargs):
     return peer_record.call("flash_qla", args, kwargs)
 '''
 
+# FLA's dispatch, as FLA 0.6 makes it: to FlashQLA when it is importable, FLA_FLASH_QLA is not 0
+# and FlashQLA's verifier takes the call (the flags it refuses: the gate and beta's sigmoid in
+# the kernel), else FLA's own kernels.
+FLA_QLA_BACKEND = '''class FlashQLABackend:
+    def chunk_gated_delta_rule_verifier(self, q, k, v, g, beta, **kwargs):
+        if kwargs.get("use_gate_in_kernel"):
+            return False, "FlashQLA does not support use_gate_in_kernel"
+        if kwargs.get("use_beta_sigmoid_in_kernel"):
+            return False, "FlashQLA does not support use_beta_sigmoid_in_kernel"
+        return True, None
+'''
+
 FLA_GDN = '''import os
 import peer_record
 import fla.ops.common.chunk_o as chunk_o
+from fla.ops.gated_delta_rule.backends.flash_qla import FlashQLABackend
 
 
 def chunk_gated_delta_rule(*args, **kwargs):
+    if os.environ.get("FLA_FLASH_QLA") != "0" and \\
+            FlashQLABackend().chunk_gated_delta_rule_verifier(*args, **kwargs)[0]:
+        try:
+            import flash_qla
+            return flash_qla.chunk_gated_delta_rule(*args, **kwargs)
+        except ModuleNotFoundError:
+            pass
     try:
         import tilelang  # noqa: F401
         tilelang_seen = "importable"
@@ -290,7 +310,9 @@ def stand_ins(root):
              "flash_qla/__init__.py": FLASH_QLA, "tilelang/__init__.py": "",
              "fla/__init__.py": "", "fla/ops/__init__.py": "", "fla/ops/common/__init__.py": "",
              "fla/ops/common/chunk_o.py": "TRITON_ABOVE_3_7_1 = False  # as with Triton 3.6\n",
-             "fla/ops/gated_delta_rule/__init__.py": FLA_GDN}
+             "fla/ops/gated_delta_rule/__init__.py": FLA_GDN,
+             "fla/ops/gated_delta_rule/backends/__init__.py": "",
+             "fla/ops/gated_delta_rule/backends/flash_qla.py": FLA_QLA_BACKEND}
     for name, text in files.items():
         write(os.path.join(root, name), text)
 
