@@ -368,9 +368,13 @@ std::vector<Recommendation> print_report(std::ostream& out, const ReportSpec& sp
   }
 
   // Per backend and shape: the figures a person compares, then why a row has none.
-  out << "\nper backend (graph medians; saved = bytes a training forward keeps for the backward; "
-         "peak = a training step's memory beyond its inputs; err = the largest relative L2 error "
-         "of any output or gradient against reference)\n";
+  out << "\nper backend"
+      << (is_gdn(spec) ? std::string(" at contract ") + contract_name(o.contract) + " (" +
+                             o.contract_source + ")"
+                       : std::string())
+      << " (graph medians; saved = bytes a training forward keeps for the backward; peak = a "
+         "training step's memory beyond its inputs; err = the largest relative L2 error of any "
+         "output or gradient against reference)\n";
   std::snprintf(line, sizeof line, "%-20s %-18s %-13s %9s %9s %9s %8s %9s %9s %9s  %s\n", "backend",
                 "shape", "status", "fwd ms", "fwdbwd ms", xbase.c_str(), "eager fb", "saved MB",
                 "peak MB", "err", "how it ran / why not");

@@ -395,6 +395,8 @@ TEST_CASE("the report names the contract, where it came from, and recommends per
   // 1e12 FLOP in 2 ms: 500 TFLOP/s, half the peak; 3e9 bytes: 1500 GB/s.
   CHECK(text.find("fused                qwen35_35b               fwdbwd             2.000   "
                   "       -      2.00     500.0      1500   50.0%  50.0%\n") != std::string::npos);
+  CHECK(text.find("\nper backend at contract mcore (qwen35_35b@gb300's Megatron-Core profile "
+                  "pinned) (graph medians;") != std::string::npos);
   REQUIRE(recs.size() == 1);
   CHECK(recs[0].contract == "mcore");
   CHECK(recs[0].fastest == "flash_qla");
@@ -432,6 +434,7 @@ TEST_CASE("the conv report: no FLOP model, its own schema and columns", "[gdn][r
                        "       -      2.00         -      1500       -  50.0%\n") !=
         std::string::npos);
   CHECK(recs[0].contract.empty());
+  CHECK(out.str().find("\nper backend (graph medians;") != std::string::npos);
   const std::string j = report_json(run.spec, run.checks, run.results, recs);
   CHECK(j.find("\"schema\": \"qwen-recipe gdn-bench conv 2\"") != std::string::npos);
   CHECK(j.find("\"peak_tflops\"") == std::string::npos);
