@@ -348,7 +348,8 @@ def packed(call, offsets):
 
 def check_contracts(env, driver):
     """Every backend makes the contract's call: at mcore FLA's dispatch hands the normalised,
-    repeated q and k to FlashQLA without the norm in the kernel; at fla-layer FLA gets the gate's
+    repeated q and k to FlashQLA without the norm in the kernel (and peers_warm.py --no-l2norm
+    makes those first calls); at fla-layer FLA gets the gate's
     inputs with the gate and the sigmoid in the kernel, and flash_qla's row says, with FLA's own
     reason, that the dispatch does not send that call to FlashQLA. (The stand-ins cannot write
     outputs; gdn-bench's check wants da, db, dA_log and ddt_bias back at fla-layer.)"""
@@ -372,7 +373,13 @@ def check_contracts(env, driver):
             continue
         check(row["status"] == "ok" and calls, f"{what}: ran: {row}")
         kw = calls[0]["kwargs"] if calls else {}
-        if contract == "mcore":
+        if contract == "mcore":  # the warm with --no-l2norm makes the driver's first calls
+            w, wp = recorded(os.path.join(WORK, "warm.jsonl"), env, [
+                os.path.join(SCRIPTS, "peers_warm.py"), "--backend", backend, "--shape",
+                "1,64,2,2,128", "--no-l2norm"])
+            check(wp.returncode == 0 and w.get(backend, ({}, []))[1] == calls[:2],
+                  f"{what}: peers_warm.py --no-l2norm makes the driver's first calls: "
+                  f"{wp.stderr} {w.get(backend)} {calls[:2]}")
             check(kw.get("use_qk_l2norm_in_kernel") is False and
                   "use_gate_in_kernel" not in kw and calls[0]["args"][0]["shape"] == [1, 64, 2, 128]
                   and "FlashQLA through FLA's dispatch" in row.get("runs", ""),
