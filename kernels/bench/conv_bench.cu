@@ -1,7 +1,6 @@
-// gdn-bench --op conv (conv_bench.h): device problem, check against the fp64 CPU reference,
-// timing (CUDA-graph replays, and eager runs with the L2 flushed), memory, the peers (FLA's
-// causal_conv1d, causal-conv1d) through the Python driver on the very same inputs, and the
-// tables, recommendation, JSON and plot.
+// gdn-bench --op conv (conv_bench.h): the device problem and the conv op for the runner
+// (bench_runner.cuh): our paths checked against the fp64 CPU reference and timed, their memory,
+// the inputs the peers (FLA's causal_conv1d, causal-conv1d) get, and how a user gets a peer.
 #include "bench_runner.cuh"
 #include "common.cuh"
 #include "conv_bench.h"
@@ -9,14 +8,8 @@
 #include "report.cuh"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <sstream>
 #include <type_traits>
-#include <unistd.h>
 
 namespace qr::gdn::conv {
 namespace {
