@@ -463,7 +463,7 @@ std::string report_json(const ReportSpec& spec, const std::vector<CheckRow>& che
   if (gdn)
     j << ",\n \"contract\": " << peers::json_string(contract_name(o.contract))
       << ",\n \"contract_source\": " << peers::json_string(o.contract_source)
-      << ",\n \"l2norm\": " << (o.l2norm ? "true" : "false");
+      << ",\n \"l2norm_in_kernel\": " << (o.l2norm_in_kernel() ? "true" : "false");
   else
     j << ",\n \"bias\": " << (o.bias ? "true" : "false");
   j << ",\n \"tolerance\": " << o.tol << ",\n \"warmup\": " << o.warmup

@@ -409,7 +409,8 @@ TEST_CASE("the report names the contract, where it came from, and recommends per
   const std::string j = report_json(run.spec, run.checks, run.results, recs);
   CHECK(j.find("\"schema\": \"qwen-recipe gdn-bench 3\",\n \"op\": \"gdn\"") != std::string::npos);
   CHECK(j.find("\"contract\": \"mcore\",\n \"contract_source\": \"qwen35_35b@gb300's "
-               "Megatron-Core profile pinned\"") != std::string::npos);
+               "Megatron-Core profile pinned\",\n \"l2norm_in_kernel\": false") !=
+        std::string::npos);
   CHECK(j.find("{\"backend\": \"fla\", \"shape\": \"qwen35_35b\", \"output\": \"all\", "
                "\"rel_l2\": -1, \"max_abs\": -1, \"non_finite\": 0, \"pass\": false, \"note\": "
                "\"run failed: boom\"}") != std::string::npos);
