@@ -373,7 +373,16 @@ def test_contract():
               f"FlashQLA beside fused, fwd and fwd+bwd, the driver beside the script: {a}")
     check(sorted(os.listdir(out)) ==
           ["grouped.json", "grouped.txt", "mcore.json", "mcore.txt", "packed.json", "packed.txt",
-           "tilelang-cache.tar.xz"], f"a table and a JSON per run, and the pack: {os.listdir(out)}")
+           "tilelang-cache.tar.xz", "warm.log"],
+          f"a table and a JSON per run, the warm's log and the pack: {os.listdir(out)}")
+    jobs = sorted(json.loads(line[4:])["args"] for line in open(os.path.join(out, "warm.log"))
+                  if line.startswith("JOB "))
+    check(jobs == sorted([["--backend", "flash_qla", "--shape", "4,4096,32,32,128", "--no-l2norm"],
+                          ["--backend", "flash_qla", "--shape", "1,4096,64,64,128", "--no-l2norm"],
+                          ["--backend", "flash_qla", "--shape", "1,16384,32,32,128",
+                           "--no-l2norm", "--varlen", "6553,4915,3277,1639"],
+                          ["--backend", "flash_qla", "--shape", "4,4096,16,32,128"]]),
+          f"first the runs' FlashQLA configurations warmed side by side: {jobs}")
     check(p.stdout.count("per backend (graph medians)") == 3 and
           "recommendation for custom (contract mcore): x" in p.stdout and
           "recommendation for custom (contract grouped): x" in p.stdout and
@@ -388,6 +397,9 @@ def test_contract():
           all(opt(a, "--peers-budget") == ["900"] for a in runs),
           f"CONTRACT_FLA_LAYER=1 adds fla-layer, CONTRACT_BUDGET sets the budget, a failed run "
           f"fails the call: {p.returncode} {runs}")
+    p, runs = run({"CONTRACT_WARM": "0"})
+    check(p.returncode == 0 and len(runs) == 3 and "warm.log" not in os.listdir(out),
+          f"CONTRACT_WARM=0: no warm: {p.returncode} {os.listdir(out)}")
     p, runs = run({"CONTRACT_BUDGET": "2m"})
     check(p.returncode == 2 and not runs and "CONTRACT_BUDGET '2m'" in p.stderr,
           f"a budget that is not a number: exit 2, nothing run: {p.returncode} {p.stderr!r}")
