@@ -366,10 +366,15 @@ def flash_qla_refusal(gate, l2norm):
     return None if ok else why
 
 
+# Names of FlashQLA's TileLang kernels as torch.profiler lists them (its Hopper forward: cumsum,
+# kkt_solve, prepare_h, fused_chunk_gdr_fwd; backward: prepare_dh, fused_chunk_gdr_bwd).
+FLASH_QLA_KERNELS = ("fused_chunk_gdr", "kkt_solve", "prepare_h", "prepare_dh")
+
+
 def flash_qla_ran(kernels):
-    """How the run shows that FLA's dispatch ran FlashQLA: its fused chunk kernels among the
-    kernels of a training step, and flash_qla imported."""
-    ran = sorted(k for k in kernels if "fused_chunk_gdr" in k or "flash_qla" in k.lower())
+    """How the run shows that FLA's dispatch ran FlashQLA: its kernels among the kernels of a
+    training step, and flash_qla imported."""
+    ran = sorted(k for k in kernels if any(n in k for n in FLASH_QLA_KERNELS))
     ok = bool(ran) and "flash_qla" in sys.modules
     return {"verified": ok, "flash_qla_kernels": ran,
             "text": (f"{len(ran)} FlashQLA kernels ran through FLA's dispatch "
