@@ -16,7 +16,10 @@ namespace qr::cli {
 namespace {
 
 #ifdef QR_HAVE_GDN_BENCH
-// The shape one GPU's GDN layer sees: micro batch x (sequence / CP), heads / TP.
+// The shape one GPU's GDN layer sees: micro batch x (sequence / CP), heads / TP; and the contract
+// its Megatron-Core profile runs. Every profile builds Megatron-Core's GatedDeltaNet, which
+// normalises q and k and repeats them to the value heads before the op: the mcore contract
+// (docs/gdn-bench.md, "Contracts"), dense at B = MBS (the recipes' mock data packs nothing).
 bool recipe_shape(const Compiler& compiler, const std::string& spec, gdn::RecipeShape& shape,
                   std::string& error) {
   try {
@@ -36,9 +39,14 @@ bool recipe_shape(const Compiler& compiler, const std::string& spec, gdn::Recipe
       error = "the kernels take equal key and value head dims";
       return false;
     }
-    shape = {num("train.micro_batch_size"), num("model.seq_length") / cp,
-             num("model.linear_num_key_heads") / tp, num("model.linear_num_value_heads") / tp,
-             num("model.linear_key_head_dim")};
+    shape = {num("train.micro_batch_size"),
+             num("model.seq_length") / cp,
+             num("model.linear_num_key_heads") / tp,
+             num("model.linear_num_value_heads") / tp,
+             num("model.linear_key_head_dim"),
+             "mcore",
+             req.recipe + "'s Megatron-Core profile " + c.profile() +
+                 " (Megatron-Core's GatedDeltaNet)"};
     return true;
   } catch (const Error& e) {
     error = e.what();

@@ -1,11 +1,14 @@
-// What gdn-bench's GDN and conv runs report alike (gdn_bench.cu, conv_bench.cu), in plain C++ so
-// that the CPU tests cover it (test/gdn/test_peers.cpp): the figures' text and JSON, a backend's
-// result at one shape, the peers driver's run and rows, and the atomic JSON write then the plot.
+// What gdn-bench reports, for both ops (the runner, bench_runner.cu, fills it), in plain C++ so
+// that the CPU tests cover it (test/gdn/test_bench_report.cpp): the figures' text and JSON, a
+// backend's result at one shape, the peers driver's run and rows, every table, the
+// recommendations, the JSON document, and its atomic write then the plot.
 #pragma once
 
+#include "bench_options.h"
 #include "peers.h"
 
 #include <algorithm>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -42,6 +45,8 @@ struct BenchResult {
   double saved_bytes = -1, peak_bytes = -1, first_call_s = -1;
   double worst_rel_l2 = -1;
   std::string worst_output;
+  size_t kernels = 0;         // gdn: CUDA kernels of a peer's training step (torch.profiler)
+  double own_kernels_ms = -1; // conv: GPU time of a peer's own conv kernels in one training step
 
   const ModeResult* mode(const std::string& m) const;
   double graph_ms(const std::string& m) const;
@@ -155,6 +160,7 @@ struct Recommendation {
   std::string shape;
   int seq_len = 0;
   std::string text, fastest, second; // second: the bench's other pick, JSON key `second_key`
+  std::string contract;              // gdn: the contract the shape ran at; conv: empty
 };
 // The "recommendations" array.
 void json_recommendations(std::ostream& j, const std::vector<Recommendation>& recs,
@@ -165,5 +171,42 @@ void json_recommendations(std::ostream& j, const std::vector<Recommendation>& re
 bool write_json_and_plot(const std::string& json_path, const std::string& text,
                          const std::string& python, const std::string& driver,
                          const std::string& plot, const std::string& prefix, std::ostream& err);
+
+// One row of the correctness table: a backend's output at a shape against the reference, or
+// (`note` set) why there are no figures (a run that failed, a pass skipped).
+struct CheckRow {
+  std::string backend, shape, output;
+  double rel_l2 = 0, max_abs = 0;
+  size_t non_finite = 0;
+  bool pass = false;
+  std::string note;
+};
+
+// What the report needs to know of the run beside its rows: the op and its options, the device,
+// the model of an op's FLOPs and bytes per shape and mode (flops null: the op has no FLOP model),
+// and the words for ours and the peers in the recommendation.
+struct ReportSpec {
+  const OpInfo* op = nullptr;
+  const BenchOptions* opts = nullptr;
+  std::string date, device;
+  int sm = 0, sm_count = 0;
+  double peak_tflops = 0, peak_gbps = 0;
+  std::function<double(const NamedShape&, const std::string&mode)> flops, bytes;
+  std::string oracle;                                        // left out of the recommendation
+  std::function<std::string(const std::string&)> how_to_get; // how a user runs a peer
+  std::string ours_note, peers_label, second_key;            // recommendation wording, JSON key
+};
+
+// The header line, before any work.
+void print_header(std::ostream& out, const ReportSpec& spec);
+// The correctness, times and per-backend tables, the peers' per-kernel listing and the
+// recommendations (returned for the JSON), from results sorted by sort_results.
+std::vector<Recommendation> print_report(std::ostream& out, const ReportSpec& spec,
+                                         const std::vector<CheckRow>& checks,
+                                         const std::vector<BenchResult>& results);
+// The JSON document (docs/gdn-bench.md, "JSON").
+std::string report_json(const ReportSpec& spec, const std::vector<CheckRow>& checks,
+                        const std::vector<BenchResult>& results,
+                        const std::vector<Recommendation>& recs);
 
 } // namespace qr::gdn

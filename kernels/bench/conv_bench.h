@@ -1,6 +1,6 @@
-// gdn-bench --op conv: the short convolution's paths (conv.h) checked against the fp64 CPU
-// reference, then timed (docs/gdn-bench.md, "Short convolution"). ConvProblem is also the device
-// test problem of conv-gpu-tests.
+// gdn-bench --op conv: the short convolution's device problem, checked against the fp64 CPU
+// reference (docs/gdn-bench.md, "Short convolution"); the op the runner runs is in conv_bench.cu.
+// ConvProblem is also the device test problem of conv-gpu-tests.
 #pragma once
 
 #include "conv.h"
@@ -43,8 +43,5 @@ std::map<std::string, std::vector<double>> reference_outputs(const cpu::Grads& g
 // Runs a pass on poisoned outputs and reads them back; error text, empty on success.
 std::string run_and_read(const Backend& be, ConvProblem& p, bool bwd, Stream st,
                          std::map<std::string, std::vector<double>>& got);
-
-// The bench (args without the program name and without --op). Exit code as bench_main's.
-int conv_bench_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 } // namespace qr::gdn::conv

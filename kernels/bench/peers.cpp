@@ -249,12 +249,19 @@ std::string json_string(const std::string& s) {
   return o + "\"";
 }
 
-std::vector<TensorLayout> gdn_input_layout(const ShapeInfo& s, bool states) {
+std::vector<TensorLayout> gdn_input_layout(const ShapeInfo& s, bool states, bool gate_in_kernel) {
   const int64_t B = s.batch, T = s.seq_len, Hk = s.key_heads, Hv = s.value_heads, D = s.head_dim;
   const int64_t N = s.sequences > 0 ? s.sequences : B; // one state per sequence
-  std::vector<TensorLayout> out = {{"q", "bf16", {B, T, Hk, D}}, {"k", "bf16", {B, T, Hk, D}},
-                                   {"v", "bf16", {B, T, Hv, D}}, {"g", "f32", {B, T, Hv}},
-                                   {"beta", "bf16", {B, T, Hv}}, {"do", "bf16", {B, T, Hv, D}}};
+  std::vector<TensorLayout> out = {
+      {"q", "bf16", {B, T, Hk, D}}, {"k", "bf16", {B, T, Hk, D}}, {"v", "bf16", {B, T, Hv, D}}};
+  if (gate_in_kernel)
+    out.insert(out.end(), {{"a", "bf16", {B, T, Hv}},
+                           {"b", "bf16", {B, T, Hv}},
+                           {"A_log", "f32", {Hv}},
+                           {"dt_bias", "f32", {Hv}}});
+  else
+    out.insert(out.end(), {{"g", "f32", {B, T, Hv}}, {"beta", "bf16", {B, T, Hv}}});
+  out.push_back({"do", "bf16", {B, T, Hv, D}});
   if (states) {
     out.push_back({"h0", "f32", {N, Hv, D, D}});
     out.push_back({"dht", "f32", {N, Hv, D, D}});

@@ -37,8 +37,10 @@ struct TensorLayout {
 // The tensors of a GDN shape's inputs.json, in the order gdn-bench writes them (the driver's
 // gdn_inputs is the same list): q, k [B,T,Hk,D]; v [B,T,Hv,D]; g, beta [B,T,Hv]; do [B,T,Hv,D];
 // with `states` h0 and dht, one per sequence ([B,Hv,D,D], packed [N,Hv,D,D]); packed, the
-// offsets cu_seqlens, int32 [N + 1].
-std::vector<TensorLayout> gdn_input_layout(const ShapeInfo& shape, bool states);
+// offsets cu_seqlens, int32 [N + 1]. With `gate_in_kernel` (the fla-layer contract) the gate's
+// inputs a, b [B,T,Hv] (bf16), A_log, dt_bias [Hv] (f32) stand in place of g and beta.
+std::vector<TensorLayout> gdn_input_layout(const ShapeInfo& shape, bool states,
+                                           bool gate_in_kernel = false);
 
 // Writes STEM.json / STEM.bin atomically (temporary files, then renamed); the shape's "N" only
 // when it packs sequences. `extra` holds further top-level JSON members, already formatted

@@ -14,16 +14,22 @@ def gdn_bench_scale(D):
 
 
 def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4, states=False, offsets=None,
-                 change=None):
+                 change=None, contract=None):
     """A valid pair in `folder`: q, k, v, g, beta, do; with `states` h0 and dht, one per sequence;
     with `offsets` (gdn-bench --varlen) the shape's N = len(offsets) - 1 and the offsets as int32
-    cu_seqlens. bf16 elements are 1.0, fp32 ones -0.5. `change` edits the manifest before it is
-    written."""
+    cu_seqlens; with `contract` the manifest's contract (fla-layer: a, b, A_log, dt_bias in place
+    of g and beta; mcore: l2norm false). bf16 elements are 1.0, fp32 ones -0.5. `change` edits
+    the manifest before it is written."""
     os.makedirs(folder, exist_ok=True)
     n = B if offsets is None else len(offsets) - 1
     specs = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
-             ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
-             ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
+             ("v", "bf16", [B, T, Hv, D])]
+    if contract == "fla-layer":
+        specs += [("a", "bf16", [B, T, Hv]), ("b", "bf16", [B, T, Hv]), ("A_log", "f32", [Hv]),
+                  ("dt_bias", "f32", [Hv])]
+    else:
+        specs += [("g", "f32", [B, T, Hv]), ("beta", "bf16", [B, T, Hv])]
+    specs.append(("do", "bf16", [B, T, Hv, D]))
     if states:
         specs += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
     if offsets is not None:
@@ -42,6 +48,9 @@ def write_inputs(folder, name="custom", B=1, T=2, Hk=1, Hv=2, D=4, states=False,
          "scale": gdn_bench_scale(D), "l2norm": True, "tensors": tensors}
     if offsets is not None:
         m["shape"]["N"] = n
+    if contract:
+        m["contract"] = contract
+        m["l2norm"] = contract != "mcore"
     if change:
         change(m)
     with open(os.path.join(folder, "inputs.bin"), "wb") as f:

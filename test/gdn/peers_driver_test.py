@@ -362,6 +362,37 @@ def main():
         one_error_line(rc, err, needle, f"inputs of another layout ({tensor})")
         check(not os.path.exists(WORK + "/o1/peers.json"), f"layout {tensor}: wrote peers.json")
 
+    # The contracts: an unknown one is refused; at fla-layer the gate's inputs stand where g and
+    # beta do, and a manifest that says fla-layer but carries g and beta is refused.
+    for contract, change, needle, what in [
+            ("mcore", lambda m: m.update(contract="megatron"),
+             "inputs.json's contract 'megatron' is none of grouped, mcore, fla-layer",
+             "an unknown contract"),
+            ("grouped", lambda m: m.update(contract="fla-layer"), "has no tensor 'a'",
+             "fla-layer without the gate's inputs")]:
+        other = os.path.join(WORK, "contract-" + contract)
+        write_inputs(other, contract=contract, change=change)
+        rc, _, err = run(["gdn", "--inputs", other, "--out", WORK + "/o1"])
+        one_error_line(rc, err, needle, what)
+    gate = os.path.join(WORK, "contract-fla-layer")
+    write_inputs(gate, contract="fla-layer")
+    rc, _, err = run(["gdn", "--inputs", gate, "--out", WORK + "/o-gate", "--backend", "fla"])
+    check(rc == 0, f"fla-layer inputs as gdn-bench writes them are taken: {rc} {err!r}")
+
+    # What shows that FLA's dispatch ran FlashQLA: its kernels among a step's, flash_qla imported.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(DRIVER)))
+    import gdn_peers
+    sys.modules["flash_qla"] = sys  # any module: imported
+    ran = gdn_peers.flash_qla_ran(["chunk_fwd_kernel_o", "fused_chunk_gdr_fwd_kernel_0",
+                                   "kkt_solve_kernel"])
+    check(ran["verified"] and ran["flash_qla_kernels"] ==
+          ["fused_chunk_gdr_fwd_kernel_0", "kkt_solve_kernel"], f"FlashQLA's kernels: {ran}")
+    check(not gdn_peers.flash_qla_ran(["chunk_fwd_kernel_o"])["verified"],
+          "FLA's Triton kernels alone do not show FlashQLA ran")
+    del sys.modules["flash_qla"]
+    check(not gdn_peers.flash_qla_ran(["fused_chunk_gdr_fwd_kernel_0"])["verified"],
+          "nor do its kernel names without flash_qla imported")
+
     with open(os.path.join(WORK, "bench.json"), "w") as f:
         json.dump({"backends": []}, f)
     rc, _, err = run(["plot", "--json", WORK + "/bench.json", "--out", WORK + "/p.pdf"])

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CI tests of the GPU-machine scripts kernels/bench/peers/gpu_peers_cache.sh, gpu_peers.sh,
-gpu_bar.sh and pack_cache.sh, with no GPU and no PyTorch: `python3`, `nvidia-smi`, `ncu`,
+gpu_bar.sh, gpu_contract.sh and pack_cache.sh, with no GPU and no PyTorch: `python3`, `nvidia-smi`, `ncu`,
 `compute-sanitizer`, qwen-recipe and the kernels-only build's gdn-bench and gdn-gpu-tests are
 stand-ins that record what they were started with. Checks that the cache filler starts one process
 per job with the cache variables and the backend's path, stops a job past its time, packs the
@@ -8,8 +8,9 @@ caches (an earlier pack included, TileLang's temporary files not); that gpu_peer
 three cache variables at its own folder, with a carried pack unpacked there, only when the caller
 set none, and then packs what its runs compiled; that gpu_bar.sh runs nothing on a card other than
 the one the bar is for, and on that card the bench with FlashQLA, every check and ncu, failing when
-a check fails, and packs its own cache folder, not the caller's; and that pack_cache.sh's parts
-join to the pack.
+a check fails, and packs its own cache folder, not the caller's; that gpu_contract.sh runs fused
+beside FlashQLA at the mcore contract (dense and packed) and the grouped one, printing each run's
+rows and packing the cache after each; and that pack_cache.sh's parts join to the pack.
 Run by CTest: peers_scripts_test.py PEERS_SCRIPT_DIR WORKDIR."""
 import json
 import os
@@ -254,6 +255,13 @@ else:
     json.dump({{"backends": []}}, open(args[args.index("--json") + 1], "w"))
     for b in backends:
         print(f"{{b:18s}} custom 4x4096x16/32x128        fwdbwd             1.000      1.000     1.00")
+    print("\\nper backend (graph medians)")
+    for b in backends:
+        print(f"{{b:20s}} custom  ok  0.500  1.000  1.00  saved 1.0  peak 2.0")
+    print("\\nper kernel")
+    print("recommendation for custom (contract " + args[args.index("--contract") + 1] + "): x"
+          if "--contract" in args else "recommendation for custom: x")
+    sys.exit(int(os.environ.get("STUB_BENCH_RC", "0")))
 """
 
 
@@ -329,6 +337,74 @@ def test_bar():
           f"BAR_CARD= runs on any card, and a failed check fails the run: {p.returncode}")
 
 
+def test_contract():
+    """gpu_contract.sh: ours beside FlashQLA at mcore (dense, then packed into 4 uneven
+    sequences) and at the grouped call, each run's rows printed and the cache packed after it."""
+    root = os.path.join(WORK, "contract")
+    peers, env = setup(root)
+    bins = os.path.join(root, "kbin")
+    os.makedirs(bins)
+    write(os.path.join(bins, "gdn-bench"), TOOL_STUB)
+    log, out = env["STUB_LOG"], os.path.join(root, "out")
+
+    def run(extra):
+        if os.path.exists(log):
+            os.remove(log)
+        shutil.rmtree(out, ignore_errors=True)
+        p = subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_contract.sh"), bins, peers, out],
+                           capture_output=True, text=True, env=dict(env, **extra), timeout=120)
+        calls = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+        return p, [c["args"] for c in calls if c["tool"] == "gdn-bench"]
+
+    def opt(a, name):
+        return [a[i + 1] for i, x in enumerate(a) if x == name]
+
+    p, runs = run({"STUB_CARD": "NVIDIA H100 80GB HBM3"})
+    check(p.returncode == 0, f"gpu_contract.sh: exit code {p.returncode}: {p.stderr}")
+    check([(opt(a, "--contract"), opt(a, "--packed"), opt(a, "--shape")) for a in runs] ==
+          [(["mcore"], [], ["4,4096,16,32,128", "1,4096,16,64,128"]),
+           (["mcore"], ["4"], ["4,4096,16,32,128"]),
+           (["grouped"], [], ["4,4096,16,32,128"])],
+          f"mcore dense at 35B and 397B, packed into 4 at 35B, grouped at 35B: {runs}")
+    for a in runs:
+        check(opt(a, "--backend") == ["flash_qla,fused"] and opt(a, "--baseline") == ["flash_qla"]
+              and opt(a, "--mode") == ["fwd,fwdbwd"] and opt(a, "--peers-budget") == ["150"] and
+              opt(a, "--peers-driver") == [os.path.join(os.path.realpath(SCRIPTS), "gdn_peers.py")],
+              f"FlashQLA beside fused, fwd and fwd+bwd, the driver beside the script: {a}")
+    check(sorted(os.listdir(out)) ==
+          ["grouped.json", "grouped.txt", "mcore.json", "mcore.txt", "packed.json", "packed.txt",
+           "tilelang-cache.tar.xz", "warm.log"],
+          f"a table and a JSON per run, the warm's log and the pack: {os.listdir(out)}")
+    jobs = sorted(json.loads(line[4:])["args"] for line in open(os.path.join(out, "warm.log"))
+                  if line.startswith("JOB "))
+    check(jobs == sorted([["--backend", "flash_qla", "--shape", "4,4096,32,32,128", "--no-l2norm"],
+                          ["--backend", "flash_qla", "--shape", "1,4096,64,64,128", "--no-l2norm"],
+                          ["--backend", "flash_qla", "--shape", "1,16384,32,32,128",
+                           "--no-l2norm", "--varlen", "6553,4915,3277,1639"],
+                          ["--backend", "flash_qla", "--shape", "4,4096,16,32,128"]]),
+          f"first the runs' FlashQLA configurations warmed side by side: {jobs}")
+    check(p.stdout.count("per backend (graph medians)") == 3 and
+          "recommendation for custom (contract mcore): x" in p.stdout and
+          "recommendation for custom (contract grouped): x" in p.stdout and
+          "per kernel" not in p.stdout and "fused                custom  ok" in p.stdout,
+          f"each run's per-backend rows and recommendation printed, nothing else: {p.stdout!r}")
+    names = pack_names(out) or []
+    check("./inductor" in names and "./triton" in names, f"the cache packed: {names}")
+
+    p, runs = run({"CONTRACT_FLA_LAYER": "1", "CONTRACT_BUDGET": "900", "STUB_BENCH_RC": "2"})
+    check(p.returncode == 1 and len(runs) == 4 and opt(runs[3], "--contract") == ["fla-layer"] and
+          opt(runs[3], "--backend") == ["fla,flash_qla,fused"] and
+          all(opt(a, "--peers-budget") == ["900"] for a in runs),
+          f"CONTRACT_FLA_LAYER=1 adds fla-layer, CONTRACT_BUDGET sets the budget, a failed run "
+          f"fails the call: {p.returncode} {runs}")
+    p, runs = run({"CONTRACT_WARM": "0"})
+    check(p.returncode == 0 and len(runs) == 3 and "warm.log" not in os.listdir(out),
+          f"CONTRACT_WARM=0: no warm: {p.returncode} {os.listdir(out)}")
+    p, runs = run({"CONTRACT_BUDGET": "2m"})
+    check(p.returncode == 2 and not runs and "CONTRACT_BUDGET '2m'" in p.stderr,
+          f"a budget that is not a number: exit 2, nothing run: {p.returncode} {p.stderr!r}")
+
+
 def test_pack_parts():
     """pack_cache.sh splits a pack over its part size, and a later pack replaces earlier parts."""
     root = os.path.join(WORK, "parts")
@@ -388,6 +464,7 @@ def main():
     test_cache_filler()
     test_runner()
     test_bar()
+    test_contract()
     test_pack_parts()
     test_pack_leaves_out_triton_stages()
     if FAILURES:

@@ -256,12 +256,32 @@ def chunk_gated_delta_rule(*args, **kwargs):
     return peer_record.call("flash_qla", args, kwargs)
 '''
 
+# FLA's dispatch, as FLA 0.6 makes it: to FlashQLA when it is importable, FLA_FLASH_QLA is not 0
+# and FlashQLA's verifier takes the call (the flags it refuses: the gate and beta's sigmoid in
+# the kernel), else FLA's own kernels.
+FLA_QLA_BACKEND = '''class FlashQLABackend:
+    def chunk_gated_delta_rule_verifier(self, q, k, v, g, beta, **kwargs):
+        if kwargs.get("use_gate_in_kernel"):
+            return False, "FlashQLA does not support use_gate_in_kernel"
+        if kwargs.get("use_beta_sigmoid_in_kernel"):
+            return False, "FlashQLA does not support use_beta_sigmoid_in_kernel"
+        return True, None
+'''
+
 FLA_GDN = '''import os
 import peer_record
 import fla.ops.common.chunk_o as chunk_o
+from fla.ops.gated_delta_rule.backends.flash_qla import FlashQLABackend
 
 
 def chunk_gated_delta_rule(*args, **kwargs):
+    if os.environ.get("FLA_FLASH_QLA") != "0" and \\
+            FlashQLABackend().chunk_gated_delta_rule_verifier(*args, **kwargs)[0]:
+        try:
+            import flash_qla
+            return flash_qla.chunk_gated_delta_rule(*args, **kwargs)
+        except ModuleNotFoundError:
+            pass
     try:
         import tilelang  # noqa: F401
         tilelang_seen = "importable"
@@ -290,7 +310,9 @@ def stand_ins(root):
              "flash_qla/__init__.py": FLASH_QLA, "tilelang/__init__.py": "",
              "fla/__init__.py": "", "fla/ops/__init__.py": "", "fla/ops/common/__init__.py": "",
              "fla/ops/common/chunk_o.py": "TRITON_ABOVE_3_7_1 = False  # as with Triton 3.6\n",
-             "fla/ops/gated_delta_rule/__init__.py": FLA_GDN}
+             "fla/ops/gated_delta_rule/__init__.py": FLA_GDN,
+             "fla/ops/gated_delta_rule/backends/__init__.py": "",
+             "fla/ops/gated_delta_rule/backends/flash_qla.py": FLA_QLA_BACKEND}
     for name, text in files.items():
         write(os.path.join(root, name), text)
 
@@ -324,6 +346,55 @@ def packed(call, offsets):
     return call
 
 
+def check_contracts(env, driver):
+    """Every backend makes the contract's call: at mcore FLA's dispatch hands the normalised,
+    repeated q and k to FlashQLA without the norm in the kernel (and peers_warm.py --no-l2norm
+    makes those first calls); at fla-layer FLA gets the gate's
+    inputs with the gate and the sigmoid in the kernel, and flash_qla's row says, with FLA's own
+    reason, that the dispatch does not send that call to FlashQLA. (The stand-ins cannot write
+    outputs; gdn-bench's check wants da, db, dA_log and ddt_bias back at fla-layer.)"""
+    for contract, backend in (("mcore", "flash_qla"), ("fla-layer", "fla"),
+                              ("fla-layer", "flash_qla")):
+        what = f"{backend} at {contract}"
+        folder = os.path.join(WORK, f"contract-{contract}-{backend}")
+        write_inputs(folder, B=1, T=64, Hk=2 if contract == "mcore" else 1, Hv=2, D=128,
+                     contract=contract)
+        d, p = recorded(os.path.join(WORK, "driver.jsonl"), env, [
+            driver, "gdn", "--inputs", folder, "--out", folder + "-out", "--backend", backend,
+            "--modes", "fwd,fwdbwd", "--warmup", "1", "--iters", "2"])
+        check(p.returncode == 0, f"{what}: driver exit code {p.returncode}: {p.stderr}")
+        row = json.load(open(os.path.join(folder + "-out", "peers.json")))["rows"][0]
+        calls = d.get(backend, ({}, []))[1]
+        if contract == "fla-layer" and backend == "flash_qla":
+            check(row["status"] == "unavailable" and row["reason"] ==
+                  "FLA's dispatch runs its Triton kernels at this contract, not FlashQLA: FlashQLA "
+                  "does not support use_gate_in_kernel" and not d,
+                  f"{what}: unavailable, FLA's reason, no call: {row} {d}")
+            continue
+        check(row["status"] == "ok" and calls, f"{what}: ran: {row}")
+        kw = calls[0]["kwargs"] if calls else {}
+        if contract == "mcore":  # the warm with --no-l2norm makes the driver's first calls
+            w, wp = recorded(os.path.join(WORK, "warm.jsonl"), env, [
+                os.path.join(SCRIPTS, "peers_warm.py"), "--backend", backend, "--shape",
+                "1,64,2,2,128", "--no-l2norm"])
+            check(wp.returncode == 0 and w.get(backend, ({}, []))[1] == calls[:2],
+                  f"{what}: peers_warm.py --no-l2norm makes the driver's first calls: "
+                  f"{wp.stderr} {w.get(backend)} {calls[:2]}")
+            check(kw.get("use_qk_l2norm_in_kernel") is False and
+                  "use_gate_in_kernel" not in kw and calls[0]["args"][0]["shape"] == [1, 64, 2, 128]
+                  and "FlashQLA through FLA's dispatch" in row.get("runs", ""),
+                  f"{what}: no norm in the kernel, q at H = Hv, through FLA's dispatch: {calls[0]}")
+        else:
+            check(kw.get("use_gate_in_kernel") is True and
+                  kw.get("use_beta_sigmoid_in_kernel") is True and
+                  kw.get("A_log", {}).get("shape") == [2] and
+                  kw.get("dt_bias", {}).get("requires_grad") is True and
+                  kw.get("use_qk_l2norm_in_kernel") is True and
+                  [calls[0]["args"][i]["dtype"] for i in (3, 4)] == ["torch.bfloat16"] * 2 and
+                  all(calls[0]["args"][i]["requires_grad"] for i in (3, 4)),
+                  f"{what}: a, b and the gate's parameters, the gate in the kernel: {calls[0]}")
+
+
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     fake = os.path.join(WORK, "site")
@@ -332,6 +403,7 @@ def main():
            if k not in ("PYTHONPATH", "FLA_FLASH_QLA", "FLA_DISABLE_BACKEND_DISPATCH")}
     env["PYTHONPATH"] = fake
     driver, warm = os.path.join(SCRIPTS, "gdn_peers.py"), os.path.join(SCRIPTS, "peers_warm.py")
+    check_contracts(env, driver)
     shapes = [("B2 T64", (2, 64, 1, 2, 128), False), ("B2 T64 states", (2, 64, 1, 2, 128), True),
               ("B1 T96", (1, 96, 1, 2, 128), False), ("B1 T96 states", (1, 96, 1, 2, 128), True)]
     for label, dims, states in shapes:

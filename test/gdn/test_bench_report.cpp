@@ -195,12 +195,13 @@ TEST_CASE("a result's JSON members and the recommendations", "[gdn][report]") {
   CHECK(no_base.str().find("\"ratio_to_baseline\": -1}, \"fwdbwd\"") != std::string::npos);
 
   std::ostringstream recs;
-  json_recommendations(recs, {{"a", 4096, "text \"1\"", "fla", ""}, {"b", 8192, "t2", "", "x"}},
-                       "fastest_peer");
+  json_recommendations(
+      recs, {{"a", 4096, "text \"1\"", "fla", "", ""}, {"b", 8192, "t2", "", "x", "mcore"}},
+      "fastest_peer");
   CHECK(recs.str() == "[\n  {\"shape\": \"a\", \"T\": 4096, \"fastest\": \"fla\", "
                       "\"fastest_peer\": \"\", \"text\": \"text \\\"1\\\"\"},\n  {\"shape\": "
-                      "\"b\", \"T\": 8192, \"fastest\": \"\", \"fastest_peer\": \"x\", \"text\": "
-                      "\"t2\"}\n ]");
+                      "\"b\", \"T\": 8192, \"fastest\": \"\", \"fastest_peer\": \"x\", "
+                      "\"contract\": \"mcore\", \"text\": \"t2\"}\n ]");
 }
 
 TEST_CASE("run_peers_driver: no inputs, a failing driver, a good one", "[gdn][report]") {
@@ -324,4 +325,137 @@ TEST_CASE("fastest_of: the fastest training step that passed, and the fastest pe
   CHECK(fastest_of(results, 1, "").first == &results[4]);
   CHECK(fastest_of(results, 1, "").second == nullptr);
   CHECK(fastest_of(results, 2, "").first == nullptr);
+}
+
+namespace {
+
+// A gdn run at the mcore contract of one recipe: fused and flash_qla timed, fla unavailable.
+struct McoreRun {
+  OpInfo op;
+  BenchOptions o;
+  ReportSpec spec;
+  std::vector<CheckRow> checks;
+  std::vector<BenchResult> results;
+  McoreRun() {
+    op.op = "gdn";
+    op.prefix = "gdn-bench";
+    op.peers = {"fla", "flash_qla"};
+    op.ours = {"reference", "fused"};
+    o.contract = Contract::mcore;
+    o.contract_source = "qwen35_35b@gb300's Megatron-Core profile pinned";
+    o.baseline = "flash_qla";
+    NamedShape ns{"qwen35_35b", {4, 4096, 32, 32, 128, 128, 0}, 2, {}};
+    o.shapes = {ns};
+    spec.op = &op;
+    spec.opts = &o;
+    spec.date = "2026-12-08 00:00 UTC";
+    spec.device = "NVIDIA H100";
+    spec.sm = 90;
+    spec.sm_count = 132;
+    spec.peak_tflops = 1000;
+    spec.peak_gbps = 3000;
+    spec.flops = [](const NamedShape&, const std::string&) { return 1e12; };
+    spec.bytes = [](const NamedShape&, const std::string&) { return 3e9; };
+    spec.oracle = "reference";
+    spec.how_to_get = [](const std::string& b) { return "select " + b; };
+    spec.ours_note = "ours: no recipe selects it";
+    spec.peers_label = "of the recipe's choices";
+    spec.second_key = "fastest_selectable";
+    checks = {{"fused", "qwen35_35b", "o", 1e-3, 2e-3, 0, true, ""},
+              {"fla", "qwen35_35b", "all", 0, 0, 0, false, "run failed: boom"}};
+    BenchResult fused = timed("fused", 0.5, 2.0), qla = timed("flash_qla", 0.4, 1.0), fla;
+    qla.peer = true;
+    fla.backend = "fla";
+    fla.peer = true;
+    fla.status = "unavailable";
+    fla.reason = "not installed";
+    results = {fla, qla, fused};
+  }
+};
+
+} // namespace
+
+TEST_CASE("the report names the contract, where it came from, and recommends per contract",
+          "[gdn][report]") {
+  McoreRun run;
+  std::ostringstream head;
+  print_header(head, run.spec);
+  CHECK(head.str() ==
+        "gdn-bench 2026-12-08 00:00 UTC on NVIDIA H100 (sm_90, 132 SMs; nominal peaks 1000 "
+        "TFLOP/s dense bf16, 3000 GB/s)\ncontract mcore (qwen35_35b@gb300's Megatron-Core "
+        "profile pinned): Megatron-Core's GatedDeltaNet: q/k L2-normalised outside and repeated "
+        "to H = Hv, no norm in the kernel, g fp32, beta bf16, no states, default scale\n");
+  std::ostringstream out;
+  const std::vector<Recommendation> recs = print_report(out, run.spec, run.checks, run.results);
+  const std::string text = out.str();
+  CHECK(text.find("fused                qwen35_35b                     o                  "
+                  "1.000e-03   2.000e-03         0 ok\n") != std::string::npos);
+  CHECK(text.find("fla                  qwen35_35b                     all              run "
+                  "failed: boom\n") != std::string::npos);
+  // 1e12 FLOP in 2 ms: 500 TFLOP/s, half the peak; 3e9 bytes: 1500 GB/s.
+  CHECK(text.find("fused                qwen35_35b               fwdbwd             2.000   "
+                  "       -      2.00     500.0      1500   50.0%  50.0%\n") != std::string::npos);
+  CHECK(text.find("\nper backend at contract mcore (qwen35_35b@gb300's Megatron-Core profile "
+                  "pinned) (graph medians;") != std::string::npos);
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].contract == "mcore");
+  CHECK(recs[0].fastest == "flash_qla");
+  CHECK(recs[0].text ==
+        "recommendation for qwen35_35b (B4 T4096 H32 (Hk16 x2) D128, contract mcore): fastest "
+        "here: flash_qla, fwd+bwd 1.000 ms; select flash_qla; not timed here, see their rows: "
+        "fla (unavailable)");
+  CHECK(text.find(recs[0].text + "\n") != std::string::npos);
+
+  const std::string j = report_json(run.spec, run.checks, run.results, recs);
+  CHECK(j.find("\"schema\": \"qwen-recipe gdn-bench 3\",\n \"op\": \"gdn\"") != std::string::npos);
+  CHECK(j.find("\"contract\": \"mcore\",\n \"contract_source\": \"qwen35_35b@gb300's "
+               "Megatron-Core profile pinned\",\n \"l2norm_in_kernel\": false") !=
+        std::string::npos);
+  CHECK(j.find("{\"backend\": \"fla\", \"shape\": \"qwen35_35b\", \"output\": \"all\", "
+               "\"rel_l2\": -1, \"max_abs\": -1, \"non_finite\": 0, \"pass\": false, \"note\": "
+               "\"run failed: boom\"}") != std::string::npos);
+  CHECK(j.find("\"shape\": \"qwen35_35b\", \"B\": 4, \"T\": 4096, \"Hk\": 32, \"Hv\": 32, \"D\": "
+               "128, \"N\": 0, \"repeat\": 2, \"seq_lens\": []") != std::string::npos);
+  CHECK(j.find("\"fastest_selectable\": \"flash_qla\", \"contract\": \"mcore\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("the conv report: no FLOP model, its own schema and columns", "[gdn][report]") {
+  McoreRun run;
+  run.op.op = "conv";
+  run.op.prefix = "gdn-bench --op conv";
+  run.spec.flops = nullptr;
+  run.o.bias = true;
+  std::ostringstream head, out;
+  print_header(head, run.spec);
+  CHECK(head.str() == "gdn-bench --op conv 2026-12-08 00:00 UTC on NVIDIA H100 (sm_90, 132 SMs; "
+                      "nominal 3000 GB/s), with conv bias\n");
+  const std::vector<Recommendation> recs = print_report(out, run.spec, run.checks, run.results);
+  CHECK(out.str().find("fused                qwen35_35b               fwdbwd             2.000   "
+                       "       -      2.00         -      1500       -  50.0%\n") !=
+        std::string::npos);
+  CHECK(recs[0].contract.empty());
+  CHECK(out.str().find("\nper backend (graph medians;") != std::string::npos);
+  const std::string j = report_json(run.spec, run.checks, run.results, recs);
+  CHECK(j.find("\"schema\": \"qwen-recipe gdn-bench conv 2\"") != std::string::npos);
+  CHECK(j.find("\"peak_tflops\"") == std::string::npos);
+  CHECK(j.find("\"bias\": true") != std::string::npos);
+  CHECK(j.find("\"contract\"") == std::string::npos);
+  CHECK(j.find("\"C\": 12288") != std::string::npos);
+}
+
+TEST_CASE("flash_qla's row must show that FLA's dispatch ran FlashQLA", "[gdn][report]") {
+  peers::Row row;
+  row.backend = "flash_qla";
+  row.status = "ok";
+  row.pinned = "0 FlashQLA kernels ran through FLA's dispatch ()";
+  BenchResult res;
+  res.backend = "flash_qla";
+  take_row(res, row, "Triton kernels");
+  CHECK(res.status == "error");
+  CHECK(res.reason == "could not verify that FLA's dispatch ran FlashQLA: 0 FlashQLA kernels ran "
+                      "through FLA's dispatch ()");
+  row.pinned_verified = true;
+  take_row(res, row, "Triton kernels");
+  CHECK(res.status == "ok");
 }

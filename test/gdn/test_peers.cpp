@@ -198,3 +198,18 @@ TEST_CASE("run_process: exit codes, and a program that is not there", "[gdn][pee
   CHECK(run_process({"true"}, error) == 0);
   CHECK(run_process({"/nonexistent/python3"}, error) != 0);
 }
+
+TEST_CASE("tensor files: at fla-layer the gate's inputs stand where g and beta do",
+          "[gdn][peers]") {
+  // gdn-bench --contract fla-layer: the layout the driver checks (gdn_peers.py, gdn_inputs with
+  // gate=True).
+  const std::vector<TensorLayout> layout =
+      gdn_input_layout({"custom", 2, 10, 1, 3, 4}, false, true);
+  std::vector<std::string> names;
+  for (const TensorLayout& t : layout)
+    names.push_back(t.name + " " + t.dtype);
+  CHECK(names == std::vector<std::string>{"q bf16", "k bf16", "v bf16", "a bf16", "b bf16",
+                                          "A_log f32", "dt_bias f32", "do bf16"});
+  CHECK(layout[3].shape == std::vector<int64_t>{2, 10, 3});
+  CHECK(layout[5].shape == std::vector<int64_t>{3});
+}

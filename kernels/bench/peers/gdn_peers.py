@@ -22,9 +22,18 @@ then have the GPU to themselves, one process at a time):
                       `tilelang` / `flash_qla` refused at import (FLA 0.6 would otherwise dispatch
                       to FlashQLA, or to a TileLang kernel for one backward stage); the kernels
                       that ran are read back with torch.profiler and checked.
-  flash_qla           FlashQLA's chunk_gated_delta_rule, called directly.
+  flash_qla           FlashQLA through FLA's dispatch, as a user gets it: FLA's
+                      chunk_gated_delta_rule with flash_qla importable and FLA_FLASH_QLA unset;
+                      the kernels that ran are read back with torch.profiler and checked. A
+                      contract FLA's dispatch does not send to FlashQLA (fla-layer) is said on
+                      its row with FLA's own reason.
   transformer_engine  cuDNN frontend's gated_delta_net, the op Transformer Engine's
                       GatedDeltaNetAttention runs (Megatron-Core's `transformer_engine` backend).
+
+Every backend makes the call of the contract gdn-bench ran (the manifest's "contract"):
+grouped and mcore pass q, k, v, g, beta (mcore's q and k normalised and repeated by gdn-bench,
+"l2norm": false); fla-layer passes a, b, A_log, dt_bias with use_gate_in_kernel and
+use_beta_sigmoid_in_kernel, as FLA 0.6's GatedDeltaNet layer does.
 
 The short convolution's backends (`conv`) run the peer's causal depthwise conv with SiLU on
 mixed_qkv, then the rest of gdn-bench's conv op in PyTorch (the split, the l2norm of q and k, the
@@ -61,7 +70,8 @@ NEEDS = {
     "gdn": {
         "fla": [("fla", "pip install flash-linear-attention", "")],
         "flash_qla": [("flash_qla", "pip install flash-qla", ""),
-                      ("tilelang", "pip install tilelang", "")],
+                      ("tilelang", "pip install tilelang", ""),
+                      ("fla", "pip install flash-linear-attention", "")],
         "transformer_engine": [("cudnn", "pip install nvidia-cudnn-frontend", "")],
     },
     "conv": {
@@ -75,7 +85,8 @@ NEEDS = {
 VERSIONS = {
     "gdn": {
         "fla": ["torch", "triton", "flash-linear-attention", "fla-core"],
-        "flash_qla": ["torch", "triton", "flash-qla", "tilelang", "apache-tvm-ffi"],
+        "flash_qla": ["torch", "triton", "flash-linear-attention", "fla-core", "flash-qla",
+                      "tilelang", "apache-tvm-ffi"],
         "transformer_engine": ["torch", "nvidia-cudnn-frontend", "transformer-engine",
                                "nvidia-cutlass-dsl", "cuda-tile"],
     },
@@ -91,6 +102,16 @@ INPUT_TENSORS = {
     "gdn": ("q", "k", "v", "g", "beta", "do"),
     "conv": ("x", "weight", "a", "b", "A_log", "dt_bias", "dq", "dk", "dv", "dg", "dbeta"),
 }
+# How gdn-bench calls the op (its --contract, the manifest's "contract"; docs/gdn-bench.md,
+# "Contracts"): grouped and mcore differ only in the tensors (mcore's q and k come normalised and
+# repeated to Hv heads, "l2norm": false); fla-layer passes the gate's inputs for the kernel to
+# form g = -exp(A_log) softplus(a + dt_bias) and beta = sigmoid(b).
+CONTRACTS = ("grouped", "mcore", "fla-layer")
+GATE_INPUT_TENSORS = ("q", "k", "v", "a", "b", "A_log", "dt_bias", "do")
+
+
+class Unavailable(Exception):
+    """A backend that cannot make the contract's call: its row says why, status unavailable."""
 
 
 def log(msg):
@@ -130,17 +151,23 @@ def atomic_write(path, text):
 # --initial-state; with --varlen the offsets cu_seqlens and one state per sequence; --op conv:
 # "op": "conv", "bias", and the INPUT_TENSORS); a backend's outputs come back the same way.
 
-def gdn_inputs(B, T, Hk, Hv, D, states=False, sequences=None):
+def gdn_inputs(B, T, Hk, Hv, D, states=False, sequences=None, gate=False):
     """The tensors of a GDN shape's inputs.json, [(name, dtype, dims)], as gdn-bench writes them
     (peers.cpp, gdn_input_layout; h0 and dht with --initial-state, one state per sequence: B, or
-    `sequences` packed ones; packed, the int32 offsets cu_seqlens), and the scale it writes:
-    float32 Dk^-0.5 printed with 9 digits.
+    `sequences` packed ones; packed, the int32 offsets cu_seqlens; `gate`, the fla-layer
+    contract: the gate's inputs a, b, A_log, dt_bias in place of g and beta), and the scale it
+    writes: float32 Dk^-0.5 printed with 9 digits.
     peers_warm.py builds the same inputs, since the peers compile dtypes and the scale into their
     kernels: a scale that differs in the last digit is another FlashQLA kernel."""
     n = B if sequences is None else sequences
     tensors = [("q", "bf16", [B, T, Hk, D]), ("k", "bf16", [B, T, Hk, D]),
-               ("v", "bf16", [B, T, Hv, D]), ("g", "f32", [B, T, Hv]),
-               ("beta", "bf16", [B, T, Hv]), ("do", "bf16", [B, T, Hv, D])]
+               ("v", "bf16", [B, T, Hv, D])]
+    if gate:
+        tensors += [("a", "bf16", [B, T, Hv]), ("b", "bf16", [B, T, Hv]), ("A_log", "f32", [Hv]),
+                    ("dt_bias", "f32", [Hv])]
+    else:
+        tensors += [("g", "f32", [B, T, Hv]), ("beta", "bf16", [B, T, Hv])]
+    tensors.append(("do", "bf16", [B, T, Hv, D]))
     if states:
         tensors += [("h0", "f32", [n, Hv, D, D]), ("dht", "f32", [n, Hv, D, D])]
     if sequences is not None:
@@ -166,7 +193,12 @@ def read_manifest(folder, op="gdn"):
         if key not in m:
             raise SystemExit(f"error: --inputs {folder}: inputs.json has no '{key}'")
     names = {t["name"] for t in m["tensors"]}
-    for need in INPUT_TENSORS[op] + (("bias",) if op == "conv" and m["bias"] else ()):
+    if op == "gdn" and m.get("contract", "grouped") not in CONTRACTS:
+        raise SystemExit(f"error: --inputs {folder}: inputs.json's contract {m['contract']!r} is "
+                         f"none of {', '.join(CONTRACTS)}")
+    gate = op == "gdn" and m.get("contract") == "fla-layer"
+    for need in (GATE_INPUT_TENSORS if gate else INPUT_TENSORS[op]) + (
+            ("bias",) if op == "conv" and m["bias"] else ()):
         if need not in names:
             raise SystemExit(f"error: --inputs {folder}: inputs.json has no tensor '{need}'")
     if op == "gdn":  # the layout peers_warm.py compiles the peers' kernels for
@@ -185,7 +217,7 @@ def read_manifest(folder, op="gdn"):
         elif "cu_seqlens" in names:
             raise SystemExit(f"error: --inputs {folder}: inputs.json has a tensor 'cu_seqlens' "
                              "but its shape has no N (the packed sequences)")
-        want, _ = gdn_inputs(*dims, states="h0" in names, sequences=sequences)
+        want, _ = gdn_inputs(*dims, states="h0" in names, sequences=sequences, gate=gate)
         got = {t["name"]: (t["dtype"], t["shape"]) for t in m["tensors"]}
         for name, dtype, dims in want:
             if got.get(name) != (dtype, dims):
@@ -307,13 +339,56 @@ def triton_kernel_names(prefix):
     return names
 
 
-def make_backend(name, cc):
-    """Returns (call, note): call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens) -> (o, ht);
-    cu_seqlens None (a dense batch) or the int32 offsets of packed sequences (B = 1; h0 and ht
-    one state per sequence: gdn-bench --varlen, peers_warm.py --varlen)."""
+def fla_call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens, gate):
+    """FLA's chunk_gated_delta_rule (its dispatch picks the kernels), as the contract calls it:
+    with `gate` = (A_log, dt_bias), g and beta are the raw a and b, and the kernel forms the gate
+    and beta's sigmoid, as FLA 0.6's GatedDeltaNet layer calls it."""
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+    extra = {} if gate is None else dict(use_gate_in_kernel=True, A_log=gate[0], dt_bias=gate[1],
+                                         use_beta_sigmoid_in_kernel=True)
+    return chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=h0,
+                                  output_final_state=True, use_qk_l2norm_in_kernel=l2norm,
+                                  cu_seqlens=cu_seqlens, **extra)
+
+
+def flash_qla_refusal(gate, l2norm):
+    """Why FLA's dispatch would not send the contract's call to FlashQLA (FLA's own verifier), or
+    None; the verifier looks only at flags, dtypes and head dims, so small stand-ins serve."""
+    import torch
+    from fla.ops.gated_delta_rule.backends.flash_qla import FlashQLABackend
+    x = torch.empty(1, 64, 1, 128, dtype=torch.bfloat16, device="cuda")
+    g = torch.empty(1, 64, 1, dtype=torch.float32, device="cuda")
+    beta = torch.empty(1, 64, 1, dtype=torch.bfloat16, device="cuda")
+    flags = dict(use_qk_l2norm_in_kernel=l2norm)
+    if gate:
+        flags.update(use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True)
+    ok, why = FlashQLABackend().chunk_gated_delta_rule_verifier(x, x, x, g, beta, **flags)
+    return None if ok else why
+
+
+# Names of FlashQLA's TileLang kernels as torch.profiler lists them (its Hopper forward: cumsum,
+# kkt_solve, prepare_h, fused_chunk_gdr_fwd; backward: prepare_dh, fused_chunk_gdr_bwd).
+FLASH_QLA_KERNELS = ("fused_chunk_gdr", "kkt_solve", "prepare_h", "prepare_dh")
+
+
+def flash_qla_ran(kernels):
+    """How the run shows that FLA's dispatch ran FlashQLA: its kernels among the kernels of a
+    training step, and flash_qla imported."""
+    ran = sorted(k for k in kernels if any(n in k for n in FLASH_QLA_KERNELS))
+    ok = bool(ran) and "flash_qla" in sys.modules
+    return {"verified": ok, "flash_qla_kernels": ran,
+            "text": (f"{len(ran)} FlashQLA kernels ran through FLA's dispatch "
+                     f"({', '.join(ran[:3])}{', ...' if len(ran) > 3 else ''})")}
+
+
+def make_backend(name, cc, gate=False, l2norm=True):
+    """Returns (call, note): call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens, gate) ->
+    (o, ht); cu_seqlens None (a dense batch) or the int32 offsets of packed sequences (B = 1; h0
+    and ht one state per sequence: gdn-bench --varlen / --packed, peers_warm.py --varlen); gate
+    None, or (A_log, dt_bias) at the fla-layer contract (g and beta are then the raw a and b).
+    Raises Unavailable when the backend cannot make the contract's call (`gate`, `l2norm`)."""
     if name == "fla":
         import fla.ops.common.chunk_o as chunk_o
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
         note = "FLA Triton: FLA_FLASH_QLA=0, tilelang and flash_qla refused at import"
         if cc[0] == 9 and getattr(chunk_o, "TRITON_ABOVE_3_7_1", True) is False:
             # FLA refuses its gated backward on Hopper with Triton >= 3.4, < 3.7.1 (FLA #640, a
@@ -322,20 +397,16 @@ def make_backend(name, cc):
             chunk_o.TRITON_ABOVE_3_7_1 = True
             note += "; FLA's Hopper guard for Triton < 3.7.1 (FLA #640) lifted, gradients checked"
 
-        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens):
-            return chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=h0,
-                                          output_final_state=True, use_qk_l2norm_in_kernel=l2norm,
-                                          cu_seqlens=cu_seqlens)
-        return call, note
+        return fla_call, note
     if name == "flash_qla":
-        import flash_qla
-
-        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens):
-            return flash_qla.chunk_gated_delta_rule(q, k, v, g, beta, scale=scale,
-                                                    initial_state=h0, output_final_state=True,
-                                                    use_qk_l2norm_in_kernel=l2norm,
-                                                    cu_seqlens=cu_seqlens)
-        return call, "FlashQLA called directly (auto intra-card CP, as FLA calls it)"
+        import flash_qla  # noqa: F401  (FLA's dispatch finds it importable)
+        os.environ.pop("FLA_FLASH_QLA", None)  # the default: on
+        why = flash_qla_refusal(gate, l2norm)
+        if why:
+            raise Unavailable(f"FLA's dispatch runs its Triton kernels at this contract, not "
+                              f"FlashQLA: {why}")
+        return fla_call, ("FlashQLA through FLA's dispatch (fla.ops.gated_delta_rule."
+                          "chunk_gated_delta_rule, FLA_FLASH_QLA unset), as a user gets it")
     if name == "transformer_engine":
         import torch
         from cudnn.linear_attention import gated_delta_net
@@ -346,7 +417,11 @@ def make_backend(name, cc):
             note += (" (Transformer Engine itself not installed: PyPI has no wheel of "
                      "transformer-engine-torch, only its source; docs/gdn-bench.md, Peers)")
 
-        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens):
+        if gate:
+            raise Unavailable("cuDNN frontend's gated_delta_net takes g and beta: it has no gate "
+                              "or beta sigmoid in the kernel")
+
+        def call(q, k, v, g, beta, h0, scale, l2norm, cu_seqlens, gate):
             B, T = q.shape[0], q.shape[1]
             cu = cu_seqlens if cu_seqlens is not None else torch.arange(
                 0, (B + 1) * T, T, dtype=torch.int32, device=q.device)
@@ -420,13 +495,22 @@ def worker(args):
     cc = torch.cuda.get_device_capability()
     result = {"backend": args.backend, "shapes": []}
     own = None  # conv: which CUDA kernels are the peer's own
+    # The contract is the same for every shape of a run (gdn-bench writes it per shape).
+    first = read_manifest(args.inputs[0], args.op) if args.inputs else {}
+    gate, l2norm = first.get("contract") == "fla-layer", first.get("l2norm", True)
     try:
         log(f"{args.backend}: importing")
         with Heartbeat(f"{args.backend}: importing"):
             if args.op == "conv":
                 call, note, own = make_conv_backend(args.backend)
             else:
-                call, note = make_backend(args.backend, cc)
+                call, note = make_backend(args.backend, cc, gate, l2norm)
+    except Unavailable as e:
+        result["unavailable"] = str(e)
+        log(f"{args.backend}: {e}")
+        atomic_write(args.result, json.dumps(result))
+        print("prepared", file=proto, flush=True)
+        return 0
     except Exception as e:  # the library's own reason, verbatim
         result["error"] = f"{type(e).__name__}: {e}"
         log(f"{args.backend}: {result['error']}")
@@ -445,7 +529,7 @@ def worker(args):
         try:
             ins = load_tensors(folder, m, dev)
             p = (ConvProblem(call, ins, m["shape"], m["bias"]) if args.op == "conv" else
-                 Problem(call, ins, m["scale"], m["l2norm"]))
+                 Problem(call, ins, m["scale"], m["l2norm"], m.get("contract") == "fla-layer"))
             t0 = time.time()
             log(f"{args.backend} {name}: first calls (compile / autotune)")
             with Heartbeat(f"{args.backend} {name}: compiling / autotuning"):
@@ -486,6 +570,8 @@ def worker(args):
             entry["pinned"] = attempt("kernel check", lambda: (
                 fla_conv_pinned(entry["kernels"]) if args.op == "conv" else
                 fla_pinned(entry["kernels"])))
+        if args.backend == "flash_qla":
+            entry["pinned"] = attempt("kernel check", lambda: flash_qla_ran(entry["kernels"]))
         entry["times"] = {}
         for mode in args.modes:
             log(f"{args.backend} {name}: timing {mode}")
@@ -539,18 +625,21 @@ class Problem:
     # The first calls, which compile and autotune: an inference forward, then a training step.
     FIRST_CALLS = ("fwd", "fwd+bwd")
 
-    def __init__(self, call, ins, scale, l2norm):
+    def __init__(self, call, ins, scale, l2norm, gate=False):
         import torch
         self.torch = torch
         self.call, self.scale, self.l2norm = call, scale, l2norm
         self.cu_seqlens = ins.get("cu_seqlens")
         self.do, self.dht = ins["do"], ins.get("dht")
-        self.leaves = [ins[n].clone().requires_grad_(True) for n in ("q", "k", "v", "g", "beta")]
+        # fla-layer: a and b stand where g and beta do, A_log and dt_bias are leaves too.
+        self.names = GATE_INPUT_TENSORS[:-1] if gate else ("q", "k", "v", "g", "beta")
+        self.leaves = [ins[n].clone().requires_grad_(True) for n in self.names]
         self.h0 = ins.get("h0")
         if self.h0 is not None:
             self.h0 = self.h0.clone().requires_grad_(True)
             self.leaves.append(self.h0)
         self.base = self.leaves[:5]
+        self.gate = tuple(self.leaves[5:7]) if gate else None
         props = torch.cuda.get_device_properties(0)
         self.flush = torch.empty(2 * max(getattr(props, "L2_cache_size", 0), 64 << 20),
                                  dtype=torch.uint8, device="cuda")
@@ -560,7 +649,7 @@ class Problem:
             t.grad = None
 
     def fwd(self):
-        return self.call(*self.base, self.h0, self.scale, self.l2norm, self.cu_seqlens)
+        return self.call(*self.base, self.h0, self.scale, self.l2norm, self.cu_seqlens, self.gate)
 
     def fwd_infer(self):
         with self.torch.no_grad():
@@ -591,7 +680,7 @@ class Problem:
         o, ht = self.fwd()
         self.bwd(o, ht)
         self.torch.cuda.synchronize()
-        names = ["dq", "dk", "dv", "dg", "dbeta"] + (["dh0"] if self.h0 is not None else [])
+        names = ["d" + n for n in self.names] + (["dh0"] if self.h0 is not None else [])
         out = [("o", o), ("ht", ht)] + [(n, t.grad) for n, t in zip(names, self.leaves)]
         self.clear()
         return [(n, t) for n, t in out if t is not None]  # a missing one fails gdn-bench's check
@@ -871,7 +960,9 @@ def worker_rows(w, manifests, inputs):
                "versions": w["versions"]}
         e = shapes.get(folder, {})
         err = res.get("error") or e.get("error")
-        if err:
+        if res.get("unavailable"):
+            row.update(status="unavailable", reason=res["unavailable"])
+        elif err:
             row.update(status="error", reason=err)
         else:
             runs = res.get("runs", "")

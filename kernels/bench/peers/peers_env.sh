@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by gpu_peers.sh and gpu_bar.sh (bash; PEERS, the carried peers' folder, set by the
+# Sourced by gpu_peers.sh, gpu_bar.sh, gpu_contract.sh (bash; PEERS, the peers' folder, set by the
 # caller): installs FLA's wheels into $TMP/peers-site (TMP: PEERS_TMP, default /tmp), unpacks
 # flashqla-site.tar.xz beside it, and puts both on PYTHONPATH: one path serves every backend (FLA's
 # worker refuses tilelang and flash_qla at import). Unless the caller set one of

@@ -6,7 +6,7 @@ kernels and their autotuning results (FLA keeps them there by default), and indu
 (TORCHINDUCTOR_CACHE_DIR) with FlashQLA's torch.compile'd l2norm.
 
     peers_warm.py --backend flash_qla|fla --shape B,T,Hk,Hv,D [--states] [--scale X]
-                  [--modes fwd,fwd+bwd] [--varlen L,L,...]...
+                  [--modes fwd,fwd+bwd] [--varlen L,L,...]... [--no-l2norm]
 
 Makes the first calls of gdn-bench's peers driver through the driver's own code (gdn_peers.py:
 the backend pinned as its worker pins it, make_backend's call, Problem's first calls) on inputs
@@ -19,8 +19,10 @@ decides per call from the sequence lengths and whether a backward follows) are c
 leaves it to FlashQLA (Dk^-0.5 in float64), a different kernel. Each --varlen is one set of
 packed sequence lengths summing to T (B must be 1), called after the dense shape with int32
 offsets and one state per sequence, as the driver calls the peers on gdn-bench --varlen's inputs
-(gdn-bench --varlen N packs N near-equal lengths, the longer ones first): a set that compiles
-again shows as a first call of compile length.
+(gdn-bench --varlen N packs N near-equal lengths, the longer ones first; --packed N uneven ones,
+docs/gdn-bench.md, "Contracts"): a set that compiles again shows as a first call of compile
+length. --no-l2norm makes the calls without the L2 norm in the kernel, as at gdn-bench's mcore
+contract (give Hk = Hv there: q and k come repeated to the value heads).
 """
 import argparse
 import difflib
@@ -75,6 +77,8 @@ def main(argv=None):
     ap.add_argument("--states", action="store_true", help="an initial state and its gradient")
     ap.add_argument("--scale", type=scale_arg, help="default: the value gdn-bench writes")
     ap.add_argument("--varlen", type=lengths, action="append", default=[])
+    ap.add_argument("--no-l2norm", action="store_true",
+                    help="no L2 norm in the kernel (gdn-bench --contract mcore)")
     args = ap.parse_args(argv)
     B, T, Hk, Hv, D = args.shape
     for lens in args.varlen:
@@ -84,7 +88,8 @@ def main(argv=None):
 
     pin_backend("gdn", args.backend)
     import torch
-    call, _ = make_backend(args.backend, torch.cuda.get_device_capability())
+    call, _ = make_backend(args.backend, torch.cuda.get_device_capability(),
+                           l2norm=not args.no_l2norm)
     tag = f"{args.backend} B{B} T{T} Hk{Hk} Hv{Hv} D{D}" + (" states" if args.states else "")
     gen = torch.Generator(device="cuda").manual_seed(0)
     dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
@@ -106,7 +111,7 @@ def main(argv=None):
                 continue
             x = torch.randn(*dims, generator=gen, device="cuda")
             ins[name] = (values[name](x) if name in values else x).to(dtypes[dtype])
-        p = Problem(call, ins, scale, True)  # l2norm in the kernel, as gdn-bench's default
+        p = Problem(call, ins, scale, not args.no_l2norm)
         for mode in args.modes:
             t0 = time.time()
             p.first_call(mode)
