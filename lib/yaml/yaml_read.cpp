@@ -416,6 +416,7 @@ private:
   std::size_t max_nodes_;
   int documents_ = 0;
   PyYamlScalarScanner scanner_;
+  std::set<std::string_view, std::less<>> anchor_names_;
 
   // Where the scalar of a node that starts at `pos` starts, past its tag and anchor.
   std::size_t past_properties(std::size_t pos) const {
@@ -501,7 +502,7 @@ private:
 
   // PyYAML's anchor and alias names are letters, digits, '-' and '_' (`&a:` is the anchor 'a'
   // before a ':'); yaml-cpp takes any run of non-blank characters. Reads past a tag first.
-  void check_anchor_name(const YAML::Mark& mark) const {
+  void check_anchor_name(const YAML::Mark& mark) {
     if (mark.pos < 0)
       return;
     auto p = static_cast<std::size_t>(mark.pos);
@@ -527,6 +528,11 @@ private:
       throw Error(position(doc_.source, text_, start) +
                   ": an anchor or alias name other than letters, digits, '-' and '_' followed by "
                   "a space, which YAML readers read differently: rename it");
+    // PyYAML refuses an anchor defined twice; yaml-cpp lets the second replace the first.
+    if (text_[start] == '&' &&
+        !anchor_names_.emplace(text_.substr(start + 1, p - start - 1)).second)
+      throw Error(position(doc_.source, text_, start) +
+                  ": this anchor is defined twice; PyYAML refuses that: rename one of them");
   }
 
   YamlNode& make(const YAML::Mark& mark, YamlNode::Kind kind) {

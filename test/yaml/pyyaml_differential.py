@@ -169,7 +169,9 @@ def key_text(rng, odd):
 
 def flow(rng, depth):
     if depth > 2 or rng.random() < 0.5:
-        return scalar(rng, 0, in_flow=True)[0]
+        text = scalar(rng, 0, in_flow=True)[0]
+        # In flow, PyYAML reads a leading '?' or ':' as an indicator; we refuse those on purpose.
+        return text if HAZARDOUS[0] or not text.startswith(("?", ":")) else "'" + text + "'"
     if rng.random() < 0.5:
         items = [flow(rng, depth + 1) for _ in range(rng.randint(0, 3))]
         return "[" + rng.choice([", ", ","]).join(items) + "]"
@@ -341,6 +343,42 @@ def pyyaml(text):
         return "unrepresentable", str(e)
 
 
+def writer_corpus():
+    """Mappings with keys around PyYAML's 128-character limit for simple keys, keys with line
+    breaks, and values made only of line breaks: what safe_dump writes in the explicit form."""
+    keys = ["k" * n for n in range(118, 132)] + ["a b " * 40, "é" * 125, "a\nb", "\n", "a\n",
+                                                  "", "x" * 300, "'q'\n" * 3]
+    values = ["\n", "\n\n", "a\n", "", "v", {"a": 1}, [1, "\n"], None, {"k" * 130: {"a": "\n"}}]
+    docs = []
+    for i, key in enumerate(keys):
+        docs.append({key: values[i % len(values)]})
+        docs.append({"top": {key: values[(i + 3) % len(values)], "b": 1}})
+    docs += [{"v": v} for v in values]
+    return docs
+
+
+def check_writer(yaml_json, workdir):
+    """Our writer, given what our reader makes of PyYAML's safe_dump output, writes it again
+    byte for byte. Returns the failures."""
+    docs = writer_corpus()
+    paths = []
+    for i, value in enumerate(docs):
+        path = os.path.join(workdir, "w%03d.yaml" % i)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(yaml.safe_dump(value, default_flow_style=False))
+        paths.append(path)
+    out = subprocess.run([yaml_json, "--dump"] + paths, capture_output=True, check=False)
+    failures = []
+    for path, line in zip(paths, out.stdout.decode("utf-8").splitlines()):
+        ours = json.loads(line)
+        with open(path, encoding="utf-8", newline="") as f:
+            theirs = f.read()
+        if ours.get("yaml") != theirs:
+            failures.append("writer: %s\n    PyYAML: %s\n    ours:   %s" % (
+                path, ascii(theirs)[:300], ascii(ours.get("yaml", ours.get("error")))[:300]))
+    return len(docs), failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("yaml_json")
@@ -394,15 +432,19 @@ def main():
         if why:
             divergences.append((kind, text, why, our))
 
+    written, writer_failures = check_writer(args.yaml_json, args.workdir)
     print("pyyaml differential: %d documents (seed %d): %d same value, %d both refuse, "
-          "%d we refuse (PyYAML reads them), %d divergences" % (
+          "%d we refuse (PyYAML reads them), %d divergences; writer: %d of %d documents "
+          "differ from safe_dump" % (
               len(corpus), args.seed, counts["same value"], counts["both refuse"],
-              counts["we refuse"], len(divergences)))
+              counts["we refuse"], len(divergences), len(writer_failures), written))
+    for failure in writer_failures[:10]:
+        print("  " + failure)
     for kind, text, why, our in divergences[:25]:
         print("  [%s] %s\n    %s\n    ours: %s" % (kind, ascii(text), why, json.dumps(our)[:300]))
     if not args.keep:
         shutil.rmtree(args.workdir, ignore_errors=True)
-    return 1 if divergences else 0
+    return 1 if divergences or writer_failures else 0
 
 
 if __name__ == "__main__":

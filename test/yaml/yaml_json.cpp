@@ -5,11 +5,13 @@
 // Canonical JSON: null, true/false, ints as integers, floats as {"float": "<%.17g>"} (so that 1
 // and 1.0 stay apart, and inf and nan are expressible), strings with every non-ASCII code point
 // as \uXXXX (surrogate pairs above the BMP), lists as arrays, mappings as {"map": [[key, value],
-// ...]} in document order (keys keep their types).
+// ...]} in document order (keys keep their types). With --dump first, each line is instead
+// {"yaml": "<the value written back by to_yaml>"}, for comparison with PyYAML's safe_dump.
 #include "support/error.h"
 #include "support/utf8.h"
 #include "yaml/value.h"
 #include "yaml/yaml_read.h"
+#include "yaml/yaml_write.h"
 
 #include <cmath>
 #include <cstdio>
@@ -103,11 +105,19 @@ void write_value(std::string& out, const qr::Value& v) {
 
 int main(int argc, char** argv) {
   int failures = 0;
-  for (int i = 1; i < argc; ++i) {
+  const bool dump = argc > 1 && std::string_view(argv[1]) == "--dump";
+  for (int i = dump ? 2 : 1; i < argc; ++i) {
     std::string line;
     try {
       const auto doc = qr::read_yaml_file(argv[i]);
-      write_value(line, qr::to_untyped_value(*doc, *doc->root));
+      const qr::Value value = qr::to_untyped_value(*doc, *doc->root);
+      if (dump) {
+        line = "{\"yaml\": ";
+        write_string(line, qr::to_yaml(value));
+        line += "}";
+      } else {
+        write_value(line, value);
+      }
     } catch (const qr::Error& e) {
       std::string message;
       write_string(message, e.what());
