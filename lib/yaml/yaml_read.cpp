@@ -372,6 +372,10 @@ public:
       throw Error(doc_.where(n) + ": '" + clip(n.text) +
                   "' starts with an indicator inside '[...]' or '{...}', which YAML readers read "
                   "differently: quote it");
+    // Here rather than in conversion, so that typing by schema meets only what PyYAML reads too.
+    if (n.plain)
+      if (const std::string why = plain_scalar_refusal(n.text); !why.empty())
+        throw Error(doc_.where(n) + ": " + why);
     check_placement(n, static_cast<std::size_t>(mark.pos));
     finish(n, anchor);
   }
@@ -625,6 +629,14 @@ private:
       if (n->kind == YamlNode::Kind::Scalar && n->plain && n->text == "<<")
         throw Error(doc_.where(*n) + ": merge keys ('<<') are not supported: write the merged "
                                      "keys out in this mapping");
+      // Keys are strings or ints; PyYAML would make a bool, None or float of these.
+      if (n->kind == YamlNode::Kind::Null || (n->kind == YamlNode::Kind::Scalar && n->plain)) {
+        const Value key = n->kind == YamlNode::Kind::Null ? Value() : resolve_plain_scalar(n->text);
+        if (!key.is_int() && !key.is_str())
+          throw Error(doc_.where(*n) + ": the key '" + clip(n->text) + "' is a " +
+                      std::string(kind_name(key)) +
+                      " to PyYAML's safe_load, not a string: quote it");
+      }
       top.pending_key = n;
       top.key_pos = last_pos_;
     } else {
@@ -1214,7 +1226,7 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
         }
       throw unsupported_tag();
     }
-    return n.plain ? resolve_plain_at(doc, n) : Value(n.text);
+    return n.plain ? resolve_plain_scalar(n.text) : Value(n.text); // refusals: at parse time
   case YamlNode::Kind::Sequence: {
     if (!n.tag.empty() && n.tag != "tag:yaml.org,2002:seq")
       throw unsupported_tag();
@@ -1233,7 +1245,7 @@ Value convert(const YamlDoc& doc, const YamlNode& n) {
       if (k->kind != YamlNode::Kind::Scalar && k->kind != YamlNode::Kind::Null)
         throw Error(doc.where(*k) + ": mapping keys must be plain scalars");
       const Value key = k->kind == YamlNode::Kind::Null ? Value(Null{}) : convert(doc, *k);
-      // Map keys are strings or ints; PyYAML's would be a bool, None or float here.
+      // Map keys are strings or ints; a tagged key (`!!float 1.5: x`) may be neither.
       if (!key.is_int() && !key.is_str())
         throw Error(doc.where(*k) + ": the key '" + clip(k->text) + "' is a " +
                     std::string(kind_name(key)) + " to PyYAML's safe_load, not a string: quote it");
