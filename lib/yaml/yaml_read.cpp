@@ -384,7 +384,10 @@ public:
     if (anchor != YAML::NullAnchor)
       check_anchor_name(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Sequence);
-    if (tag != "?" && tag != "!")
+    if (tag == "!") // PyYAML reads `![]` as the tag '![]', not '!' before '[]'
+      throw Error(doc_.where(n) + ": the non-specific tag '!', which PyYAML reads differently: "
+                                  "remove it");
+    if (tag != "?")
       n.tag = tag;
     if (style == YAML::EmitterStyle::Flow)
       check_placement(n, static_cast<std::size_t>(mark.pos));
@@ -396,7 +399,10 @@ public:
     if (anchor != YAML::NullAnchor)
       check_anchor_name(mark);
     YamlNode& n = make(mark, YamlNode::Kind::Mapping);
-    if (tag != "?" && tag != "!")
+    if (tag == "!") // PyYAML reads `![]` as the tag '![]', not '!' before '[]'
+      throw Error(doc_.where(n) + ": the non-specific tag '!', which PyYAML reads differently: "
+                                  "remove it");
+    if (tag != "?")
       n.tag = tag;
     if (style == YAML::EmitterStyle::Flow)
       check_placement(n, static_cast<std::size_t>(mark.pos));
@@ -465,8 +471,10 @@ private:
       std::size_t p = pos;
       while (p > 0 && std::string_view(" \t\r\n").find(text_[p - 1]) != std::string_view::npos)
         --p;
-      later_line = p > 0 && text_[p - 1] == '?' &&
-                   text_.substr(p, pos - p).find('\n') != std::string_view::npos;
+      const bool indicator = p > 0 && text_[p - 1] == '?' &&
+                             (p == 1 || text_[p - 2] == ' ' || text_[p - 2] == '\n') &&
+                             (scalar_spans.empty() || p - 1 >= scalar_spans.back().second);
+      later_line = indicator && text_.substr(p, pos - p).find('\n') != std::string_view::npos;
     }
     if (later_line)
       throw Error(doc_.where(n) + ": this " + (key != nullptr ? "value" : "key") +
@@ -691,6 +699,33 @@ std::size_t stray_tab_at(std::string_view text,
   return std::string_view::npos;
 }
 
+// The offset of the first directive other than `%YAML 1.1` or `%YAML 1.2` (yaml-cpp reads
+// `%YAML\ 1.1` and `%YA: ML`, PyYAML refuses them), or npos. A '%' that starts a line outside
+// quoted and block scalars is a directive, or an error, to PyYAML.
+std::size_t odd_directive_at(std::string_view text,
+                             const std::vector<std::pair<std::size_t, std::size_t>>& spans) {
+  for (std::size_t i = 0; i < text.size(); i = text.find('\n', i) + 1) {
+    // The spans are in order and apart: the one that could hold i starts at or before it.
+    const auto after =
+        std::upper_bound(spans.begin(), spans.end(), i,
+                         [](std::size_t at, const auto& span) { return at < span.first; });
+    if (text[i] == '%' && (after == spans.begin() || std::prev(after)->second <= i)) {
+      std::string_view line = text.substr(i, text.find('\n', i) - i);
+      if (line.ends_with('\r'))
+        line.remove_suffix(1);
+      if (const std::size_t comment = line.find(" #"); comment != std::string_view::npos)
+        line = line.substr(0, comment);
+      while (line.ends_with(' '))
+        line.remove_suffix(1);
+      if (line != "%YAML 1.1" && line != "%YAML 1.2")
+        return i;
+    }
+    if (text.find('\n', i) == std::string_view::npos)
+      break;
+  }
+  return std::string_view::npos;
+}
+
 // What to do about yaml-cpp's parse errors, which say what is wrong but not how to fix it.
 std::string syntax_hint(const std::string& msg) {
   static const std::pair<std::string_view, std::string_view> hints[] = {
@@ -892,6 +927,11 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
     throw Error(position(source, body, tab) +
                 ": a tab outside quotes, block scalars and comments, which PyYAML refuses: "
                 "replace it with spaces");
+  if (const std::size_t at = odd_directive_at(body, builder.scalar_spans);
+      at != std::string_view::npos)
+    throw Error(position(source, body, at) +
+                ": a directive other than '%YAML 1.1', which YAML readers read differently: "
+                "remove it");
   if (doc->root == nullptr)
     throw Error(source + ": empty document (nothing but blanks and comments); give YAML content");
   // Count nodes once with aliases expanded, so that later conversions cannot blow up.
