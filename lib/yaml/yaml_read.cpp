@@ -699,29 +699,36 @@ std::size_t stray_tab_at(std::string_view text,
   return std::string_view::npos;
 }
 
-// The offset of the first directive other than `%YAML 1.1` or `%YAML 1.2` (yaml-cpp reads
-// `%YAML\ 1.1` and `%YA: ML`, PyYAML refuses them), or npos. A '%' that starts a line outside
-// quoted and block scalars is a directive, or an error, to PyYAML.
+// The offset of the first directive other than `%YAML 1.1` or `%YAML 1.2` before the content
+// (yaml-cpp reads `%YAML\ 1.1`, `%YA: ML` and a directive after the content; PyYAML refuses
+// them), or npos. A '%' that starts a line outside quoted and block scalars is a directive, or an
+// error, to PyYAML.
 std::size_t odd_directive_at(std::string_view text,
                              const std::vector<std::pair<std::size_t, std::size_t>>& spans) {
-  for (std::size_t i = 0; i < text.size(); i = text.find('\n', i) + 1) {
+  bool content = false; // a line other than blanks, comments and directives came before
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t end = text.find('\n', i);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(i, end - i);
+    if (line.ends_with('\r'))
+      line.remove_suffix(1);
+    if (const std::size_t comment = line.find(" #"); comment != std::string_view::npos)
+      line = line.substr(0, comment);
+    while (line.ends_with(' '))
+      line.remove_suffix(1);
     // The spans are in order and apart: the one that could hold i starts at or before it.
     const auto after =
         std::upper_bound(spans.begin(), spans.end(), i,
                          [](std::size_t at, const auto& span) { return at < span.first; });
-    if (text[i] == '%' && (after == spans.begin() || std::prev(after)->second <= i)) {
-      std::string_view line = text.substr(i, text.find('\n', i) - i);
-      if (line.ends_with('\r'))
-        line.remove_suffix(1);
-      if (const std::size_t comment = line.find(" #"); comment != std::string_view::npos)
-        line = line.substr(0, comment);
-      while (line.ends_with(' '))
-        line.remove_suffix(1);
-      if (line != "%YAML 1.1" && line != "%YAML 1.2")
+    const bool in_scalar = after != spans.begin() && std::prev(after)->second > i;
+    if (line.starts_with('%') && !in_scalar) {
+      if (content || (line != "%YAML 1.1" && line != "%YAML 1.2"))
         return i;
+    } else if (!line.empty() && !line.starts_with('#')) {
+      content = true;
     }
-    if (text.find('\n', i) == std::string_view::npos)
-      break;
+    i = end + 1;
   }
   return std::string_view::npos;
 }
@@ -930,7 +937,8 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
   if (const std::size_t at = odd_directive_at(body, builder.scalar_spans);
       at != std::string_view::npos)
     throw Error(position(source, body, at) +
-                ": a directive other than '%YAML 1.1', which YAML readers read differently: "
+                ": a directive other than '%YAML 1.1' before the content, which YAML readers read "
+                "differently: "
                 "remove it");
   if (doc->root == nullptr)
     throw Error(source + ": empty document (nothing but blanks and comments); give YAML content");
