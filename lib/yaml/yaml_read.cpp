@@ -373,7 +373,9 @@ public:
                   "' starts with an indicator inside '[...]' or '{...}', which YAML readers read "
                   "differently: quote it");
     // Here rather than in conversion, so that typing by schema meets only what PyYAML reads too.
-    if (n.plain)
+    const bool key = !stack_.empty() && stack_.back().node->kind == YamlNode::Kind::Mapping &&
+                     stack_.back().pending_key == nullptr;
+    if (n.plain && !(key && n.text == "<<")) // a '<<' key is refused as a merge key by attach()
       if (const std::string why = plain_scalar_refusal(n.text); !why.empty())
         throw Error(doc_.where(n) + ": " + why);
     check_placement(n, static_cast<std::size_t>(mark.pos));
@@ -938,8 +940,7 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
       at != std::string_view::npos)
     throw Error(position(source, body, at) +
                 ": a directive other than '%YAML 1.1' before the content, which YAML readers read "
-                "differently: "
-                "remove it");
+                "differently: remove it");
   if (doc->root == nullptr)
     throw Error(source + ": empty document (nothing but blanks and comments); give YAML content");
   // Count nodes once with aliases expanded, so that later conversions cannot blow up.

@@ -18,19 +18,19 @@ import sys
 
 import yaml
 
-TRAIN = "train:\n  _target_: megatron.bridge.training.config.TrainingConfig\n"
+GBS = "\n  global_batch_size: 512\n"  # in train:, where the hidden key lands
 
 # name: (edit of the golden text, the regex the error's reason must match)
 CASES = {
     # A comment that PyYAML ends at U+2028 and that hides a key from other readers.
     "comment-line-separator": (
-        lambda t: t.replace(TRAIN, TRAIN + "  # reviewed\u2028  global_batch_size: 7\n", 1),
+        lambda t: t.replace(GBS, GBS + "  # reviewed\u2028  global_batch_size: 7\n", 1),
         r"U\+2028"),
     "comment-paragraph-separator": (
-        lambda t: t.replace(TRAIN, TRAIN + "  # reviewed\u2029  global_batch_size: 7\n", 1),
+        lambda t: t.replace(GBS, GBS + "  # reviewed\u2029  global_batch_size: 7\n", 1),
         r"U\+2029"),
     "comment-next-line": (
-        lambda t: t.replace(TRAIN, TRAIN + "  # reviewed\x85  global_batch_size: 7\n", 1),
+        lambda t: t.replace(GBS, GBS + "  # reviewed\x85  global_batch_size: 7\n", 1),
         r"U\+0085"),
     "value-line-separator": (
         lambda t: t.replace("  async_strategy: mcore\n", "  async_strategy: mcore\u2028x\n", 1),
