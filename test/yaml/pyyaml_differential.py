@@ -142,8 +142,17 @@ def block_scalar(rng, text, indent):
     return header, body
 
 
+PROPERTIES = ["&a ", "&b ", "!!str ", "!!int ", "!!float ", "!!bool ", "!!null ", "!!binary ",
+              "!local ", "&a !!str ", "!!str &a "]
+
+
 def scalar(rng, indent, in_flow=False):
     """(inline text, following block lines) for one scalar value."""
+    if HAZARDOUS[0] and rng.random() < 0.06:
+        return rng.choice(["*a", "*b", "*a ", "<<", "*c"]), ""
+    if HAZARDOUS[0] and rng.random() < 0.08:
+        text, block = scalar(rng, indent, in_flow)
+        return rng.choice(PROPERTIES) + text, block
     r = rng.random()
     if r < 0.45:
         return rng.choice(PLAIN), ""
