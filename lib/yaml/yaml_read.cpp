@@ -469,7 +469,7 @@ private:
       return;
     const YamlNode* key = stack_.back().pending_key;
     bool later_line = key != nullptr && n.line > key->line;
-    if (key == nullptr) { // a key: after a '?' on an earlier line?
+    if (key == nullptr && pos < text_.size()) { // a key: after a '?' on an earlier line?
       std::size_t p = pos;
       while (p > 0 && std::string_view(" \t\r\n").find(text_[p - 1]) != std::string_view::npos)
         --p;

@@ -74,7 +74,7 @@ HAZARDS = BREAKS + ["\t", "\ufeff", "\x00", "\x01", "\x07", "\x1b", "\x7f", "\x8
 KEYS = ["a", "b", "key", "global_batch_size", "train", "model", "x_y", "k1", "k2", "name",
         "micro_batch_size", "lr", "seq_length", "_target_"]
 ODD_KEYS = ["yes", "on", "null", "~", "1", "-1", "0x10", "1.5", "1:30", "2002-12-14", "=",
-            "<<", "x y", "é", "1" * 30, "k" * 127, "k" * 128, "k" * 200, "a#b", "a:b"]
+            "<<", "x y", "é", "1" * 30, "k" * 127, "k" * 128, "k" * 200, "k" * 1023, "k" * 1030, "a#b", "a:b"]
 
 
 # Whether the document being generated may hold hazards (set per document by generate()).
@@ -179,8 +179,13 @@ def key_text(rng, odd):
 def flow(rng, depth):
     if depth > 2 or rng.random() < 0.5:
         text = scalar(rng, 0, in_flow=True)[0]
-        # In flow, PyYAML reads a leading '?' or ':' as an indicator; we refuse those on purpose.
-        return text if HAZARDOUS[0] or not text.startswith(("?", ":")) else "'" + text + "'"
+        # In flow, PyYAML reads a leading '?' or ':' as an indicator, which we refuse on purpose,
+        # and `a,b` as two entries (a duplicate key, which we refuse, is easily made so): a clean
+        # document quotes them.
+        plain = not text.startswith(("'", '"'))
+        if HAZARDOUS[0] or not plain or not (text.startswith(("?", ":")) or "," in text):
+            return text
+        return "'" + text.replace("'", "''") + "'"
     if rng.random() < 0.5:
         items = [flow(rng, depth + 1) for _ in range(rng.randint(0, 3))]
         return "[" + rng.choice([", ", ","]).join(items) + "]"
