@@ -375,7 +375,8 @@ public:
     // Here rather than in conversion, so that typing by schema meets only what PyYAML reads too.
     const bool key = !stack_.empty() && stack_.back().node->kind == YamlNode::Kind::Mapping &&
                      stack_.back().pending_key == nullptr;
-    if (n.plain && !(key && n.text == "<<")) // a '<<' key is refused as a merge key by attach()
+    // As a key, PyYAML reads '=' as the string "="; attach() refuses a '<<' key as a merge key.
+    if (n.plain && !(key && (n.text == "<<" || n.text == "=")))
       if (const std::string why = plain_scalar_refusal(n.text); !why.empty())
         throw Error(doc_.where(n) + ": " + why);
     check_placement(n, static_cast<std::size_t>(mark.pos));
@@ -389,8 +390,10 @@ public:
     if (tag == "!") // PyYAML reads `![]` as the tag '![]', not '!' before '[]'
       throw Error(doc_.where(n) + ": the non-specific tag '!', which PyYAML reads differently: "
                                   "remove it");
-    if (tag != "?")
+    if (tag != "?") {
       n.tag = tag;
+      past_properties(static_cast<std::size_t>(mark.pos)); // refuses tags PyYAML reads otherwise
+    }
     if (style == YAML::EmitterStyle::Flow)
       check_placement(n, static_cast<std::size_t>(mark.pos));
     open(n, anchor, style == YAML::EmitterStyle::Flow);
@@ -404,8 +407,10 @@ public:
     if (tag == "!") // PyYAML reads `![]` as the tag '![]', not '!' before '[]'
       throw Error(doc_.where(n) + ": the non-specific tag '!', which PyYAML reads differently: "
                                   "remove it");
-    if (tag != "?")
+    if (tag != "?") {
       n.tag = tag;
+      past_properties(static_cast<std::size_t>(mark.pos)); // refuses tags PyYAML reads otherwise
+    }
     if (style == YAML::EmitterStyle::Flow)
       check_placement(n, static_cast<std::size_t>(mark.pos));
     open(n, anchor, style == YAML::EmitterStyle::Flow);
@@ -444,6 +449,19 @@ private:
       if (pos - from == 1 && text_[from] == '!')
         throw Error(position(doc_.source, text_, from) +
                     ": the non-specific tag '!', which PyYAML reads differently: remove it");
+      // A tag is `!suffix` or `!!suffix` (PyYAML's URI characters) before a blank; yaml-cpp also
+      // takes `!>`, `!"x"` and `!a!b` (an undeclared handle), and splits them otherwise.
+      const std::string_view token = text_.substr(from, pos - from);
+      const std::size_t suffix = token.starts_with("!!") ? 2 : 1;
+      const bool tag_ok =
+          token.size() > suffix &&
+          std::all_of(token.begin() + static_cast<std::ptrdiff_t>(suffix), token.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) ||
+                   std::string_view("-;/?:@&=+$_.~*'()%").find(c) != std::string_view::npos;
+          });
+      if (text_[from] == '!' && (!tag_ok || (pos < text_.size() && !blank(pos))))
+        throw Error(position(doc_.source, text_, from) +
+                    ": a tag that YAML readers read differently: remove it");
       if (pos < text_.size() && !blank(pos))
         return pos;
       for (;;) {

@@ -183,6 +183,7 @@ TEST_CASE("the value and merge keys, dates and odd keys are refused as PyYAML's 
   CHECK_THAT(error_of("a: &x 1\nb: &x 2\n"), Catch::Contains("defined twice"));
   CHECK_THAT(error_of("a:\n'x'\n"), Catch::StartsWith("in.yaml:2:1: this value"));
   CHECK(load("a: '='\nb: '2002-12-14'\n'on': 1\n").as_map().find("on")->as_int() == 1);
+  CHECK(load("=: 1\n").as_map().find("=")->as_int() == 1); // a key: PyYAML's flatten_mapping
 }
 
 TEST_CASE("quoted and block scalars read as PyYAML reads them") {
