@@ -40,7 +40,8 @@ TEST_CASE("plain scalars resolve as PyYAML's safe_load does (YAML 1.1)") {
   // Beyond int64 PyYAML keeps an int we cannot hold: the text stays, and parsing refuses it.
   CHECK(resolve_plain_scalar("0x1_0000_0000_0000_0000") == Value("0x1_0000_0000_0000_0000"));
   CHECK_FALSE(plain_scalar_refusal("0x1_0000_0000_0000_0000").empty());
-  CHECK(resolve_plain_scalar("-9223372036854775808") == Value(std::numeric_limits<std::int64_t>::min()));
+  CHECK(resolve_plain_scalar("-9223372036854775808") ==
+        Value(std::numeric_limits<std::int64_t>::min()));
   CHECK(resolve_plain_scalar("1:30") == Value(90)); // sexagesimal, YAML 1.1
   CHECK(resolve_plain_scalar("-1:30:45") == Value(-5445));
   CHECK(resolve_plain_scalar("1:30.5") == Value(90.5));
@@ -147,10 +148,11 @@ TEST_CASE("PyYAML's line breaks U+0085, U+2028 and U+2029 are refused, in commen
   // PyYAML ends the comment at U+2028 and reads train.global_batch_size: 7.
   CHECK_THAT(error_of("train:\n  micro_batch_size: 1  # reviewed\u2028  global_batch_size: 7\n"),
              Catch::StartsWith("in.yaml:2:") && Catch::Contains("U+2028"));
-  CHECK_THAT(error_of("a: b\u2029c\n"), Catch::StartsWith("in.yaml:1:5:") &&
-                                              Catch::Contains("U+2029"));
-  CHECK_THAT(error_of("a: |\n  b\xc2\x85" "c\n"), Catch::StartsWith("in.yaml:2:") &&
-                                                   Catch::Contains("U+0085"));
+  CHECK_THAT(error_of("a: b\u2029c\n"),
+             Catch::StartsWith("in.yaml:1:5:") && Catch::Contains("U+2029"));
+  CHECK_THAT(error_of("a: |\n  b\xc2\x85"
+                      "c\n"),
+             Catch::StartsWith("in.yaml:2:") && Catch::Contains("U+0085"));
   CHECK(load("a: \"b\\Lc\\Nd\\Pe\"\n").as_map().find("a")->as_str() ==
         "b\u2028c\u0085d\u2029e"); // as escapes they are fine
 }
@@ -171,8 +173,8 @@ TEST_CASE("the value and merge keys, dates and odd keys are refused as PyYAML's 
   CHECK_THAT(error_of("a: =\n"), Catch::StartsWith("in.yaml:1:4: '=' is YAML 1.1's value key"));
   CHECK_THAT(error_of("a: <<\n"), Catch::StartsWith("in.yaml:1:4: '<<' is YAML 1.1's merge key"));
   CHECK_THAT(error_of("a: [<<]\n"), Catch::Contains("merge key"));
-  CHECK_THAT(error_of("a: 2002-12-14\n"), Catch::StartsWith("in.yaml:1:4:") &&
-                                               Catch::Contains("date"));
+  CHECK_THAT(error_of("a: 2002-12-14\n"),
+             Catch::StartsWith("in.yaml:1:4:") && Catch::Contains("date"));
   CHECK_THAT(error_of("a: 99999999999999999999\n"), Catch::Contains("past 64 bits"));
   CHECK_THAT(error_of("a: 0b_\n"), Catch::Contains("past 64 bits or cannot read"));
   CHECK_THAT(error_of("on: 1\n"), Catch::StartsWith("in.yaml:1:1: the key 'on' is a bool"));
