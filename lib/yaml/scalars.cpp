@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace qr {
@@ -125,6 +126,8 @@ std::optional<double> parse_float_text(std::string_view s) {
   if ((ec != std::errc() && ec != std::errc::result_out_of_range) ||
       p != clean.data() + clean.size())
     return std::nullopt;
+  if (ec == std::errc::result_out_of_range) // from_chars leaves v alone; Python gives inf or 0.0
+    v = std::strtod(clean.c_str(), nullptr);
   return negative ? -v : v;
 }
 

@@ -67,8 +67,12 @@ std::string duplicate_key_hint(const YamlNode& map, const YamlNode& key);
 // `yes` is true, `1e-5` is a string, `1.0e-05` a float). Duplicate keys are errors.
 Value to_untyped_value(const YamlDoc& doc, const YamlNode& node);
 
-// The value PyYAML's resolvers give a plain scalar.
+// The value PyYAML's resolvers and constructors give a plain scalar (`1:30` is 90); text for
+// what plain_scalar_refusal refuses.
 Value resolve_plain_scalar(const std::string& text);
+// Why a plain scalar cannot be read as PyYAML's safe_load reads it (`=`, `<<`, a date, an int
+// past 64 bits), or "" when it can.
+std::string plain_scalar_refusal(const std::string& text);
 
 // Bounds the size of a converted tree: aliases can make a small file expand exponentially.
 class ExpansionBudget {

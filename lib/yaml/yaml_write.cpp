@@ -266,11 +266,26 @@ private:
       write_indent();
       Value key = e->first.integer ? Value(static_cast<std::int64_t>(std::stoll(e->first.text)))
                                    : Value(e->first.text);
-      scalar(key, indent_, /*simple_key=*/true);
-      write_indicator(":", false);
+      if (simple_key(e->first.text)) {
+        scalar(key, indent_, /*simple_key=*/true);
+        write_indicator(":", false);
+      } else { // PyYAML's explicit form: `? key` on its own lines, then `: value`
+        write_indicator("?", true, false, true);
+        scalar(key, indent_, /*simple_key=*/false);
+        write_indent();
+        write_indicator(":", true, false, true);
+      }
       node(e->second, indent_, /*mapping_ctx=*/true, false);
     }
     indent_ = saved;
+  }
+
+  // PyYAML's check_simple_key: a key shorter than 128 characters with its tag ("!!str" or
+  // "!!int", 5), not empty and on one line.
+  static bool simple_key(const std::string& text) {
+    const std::u32string s = to_u32(text);
+    const Analysis a = analyze(s);
+    return s.size() + 5 < 128 && !a.empty && !a.multiline;
   }
 
   void block_sequence(const List& l, int parent_indent, bool mapping_ctx) {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 using namespace qr;
 
@@ -36,7 +37,15 @@ TEST_CASE("plain scalars resolve as PyYAML's safe_load does (YAML 1.1)") {
   CHECK(resolve_plain_scalar("1_000") == Value(1000));
   CHECK(resolve_plain_scalar("0x10") == Value(16));
   CHECK(resolve_plain_scalar("010") == Value(8));
-  CHECK(resolve_plain_scalar("0x1_0000_0000_0000_0000") == Value(0x1p64)); // beyond int64: float
+  // Beyond int64 PyYAML keeps an int we cannot hold: the text stays, and parsing refuses it.
+  CHECK(resolve_plain_scalar("0x1_0000_0000_0000_0000") == Value("0x1_0000_0000_0000_0000"));
+  CHECK_FALSE(plain_scalar_refusal("0x1_0000_0000_0000_0000").empty());
+  CHECK(resolve_plain_scalar("-9223372036854775808") ==
+        Value(std::numeric_limits<std::int64_t>::min()));
+  CHECK(resolve_plain_scalar("1:30") == Value(90)); // sexagesimal, YAML 1.1
+  CHECK(resolve_plain_scalar("-1:30:45") == Value(-5445));
+  CHECK(resolve_plain_scalar("1:30.5") == Value(90.5));
+  CHECK(resolve_plain_scalar("1.0e+999") == Value(INFINITY));
   CHECK(resolve_plain_scalar("1.5") == Value(1.5));
   CHECK(resolve_plain_scalar("1.0e-05") == Value(1e-5));
   CHECK(resolve_plain_scalar(".inf") == Value(INFINITY));
@@ -132,4 +141,67 @@ TEST_CASE("the compact serialized form gives back the same document") {
   CHECK(to_untyped_value(*copy, *copy->root) == to_untyped_value(*doc, *doc->root));
   CHECK(copy->root->entries[1].first->line == 4);
   CHECK(copy->root->entries[1].first->column == 1);
+}
+
+// Issue 41: what PyYAML's safe_load reads otherwise is refused with its position.
+TEST_CASE("PyYAML's line breaks U+0085, U+2028 and U+2029 are refused, in comments too") {
+  // PyYAML ends the comment at U+2028 and reads train.global_batch_size: 7.
+  CHECK_THAT(error_of("train:\n  micro_batch_size: 1  # reviewed\u2028  global_batch_size: 7\n"),
+             Catch::StartsWith("in.yaml:2:") && Catch::Contains("U+2028"));
+  CHECK_THAT(error_of("a: b\u2029c\n"),
+             Catch::StartsWith("in.yaml:1:5:") && Catch::Contains("U+2029"));
+  CHECK_THAT(error_of("a: |\n  b\xc2\x85"
+                      "c\n"),
+             Catch::StartsWith("in.yaml:2:") && Catch::Contains("U+0085"));
+  CHECK(load("a: \"b\\Lc\\Nd\\Pe\"\n").as_map().find("a")->as_str() ==
+        "b\u2028c\u0085d\u2029e"); // as escapes they are fine
+}
+
+TEST_CASE("tabs are refused where PyYAML refuses them, kept where it keeps them") {
+  CHECK_THAT(error_of("a: b\tc\n"), Catch::StartsWith("in.yaml:1:5: a tab"));
+  CHECK_THAT(error_of("a: b\t\n"), Catch::StartsWith("in.yaml:1:5: a tab"));
+  CHECK_THAT(error_of("a:\tb\n"), Catch::StartsWith("in.yaml:1:3: a tab"));
+  CHECK_THAT(error_of("a: 'x'\t# c\n"), Catch::StartsWith("in.yaml:1:7: a tab"));
+  CHECK_THAT(error_of("a: [1,\t2]\n"), Catch::StartsWith("in.yaml:1:7: a tab"));
+  const Value v = load("a: \"x\ty\"\nb: 'x\ty'\nc: |\n  x\ty\nd: 1 # c\td\n");
+  CHECK(v.as_map().find("a")->as_str() == "x\ty");
+  CHECK(v.as_map().find("b")->as_str() == "x\ty");
+  CHECK(v.as_map().find("c")->as_str() == "x\ty\n");
+}
+
+TEST_CASE("the value and merge keys, dates and odd keys are refused as PyYAML's safe_load does") {
+  CHECK_THAT(error_of("a: =\n"), Catch::StartsWith("in.yaml:1:4: '=' is YAML 1.1's value key"));
+  CHECK_THAT(error_of("a: <<\n"), Catch::StartsWith("in.yaml:1:4: '<<' is YAML 1.1's merge key"));
+  CHECK_THAT(error_of("a: [<<]\n"), Catch::Contains("merge key"));
+  CHECK_THAT(error_of("a: 2002-12-14\n"),
+             Catch::StartsWith("in.yaml:1:4:") && Catch::Contains("date"));
+  CHECK_THAT(error_of("a: 99999999999999999999\n"), Catch::Contains("past 64 bits"));
+  CHECK_THAT(error_of("a: 0b_\n"), Catch::Contains("past 64 bits or cannot read"));
+  CHECK_THAT(error_of("on: 1\n"), Catch::StartsWith("in.yaml:1:1: the key 'on' is a bool"));
+  CHECK_THAT(error_of("1.5: 1\n"), Catch::Contains("the key '1.5' is a float"));
+  CHECK_THAT(error_of("a: ! 12\n"), Catch::Contains("non-specific tag"));
+  CHECK_THAT(error_of("a: !!float 1\n"), Catch::Contains("not a plain float"));
+  CHECK_THAT(error_of("a: !!str {b: 1}\n"), Catch::Contains("unsupported YAML tag"));
+  CHECK_THAT(error_of("a: &x 1\nb: &x 2\n"), Catch::Contains("defined twice"));
+  CHECK_THAT(error_of("a:\n'x'\n"), Catch::StartsWith("in.yaml:2:1: this value"));
+  CHECK(load("a: '='\nb: '2002-12-14'\n'on': 1\n").as_map().find("on")->as_int() == 1);
+  CHECK(load("=: 1\n").as_map().find("=")->as_int() == 1); // a key: PyYAML's flatten_mapping
+}
+
+TEST_CASE("quoted and block scalars read as PyYAML reads them") {
+  // Our writer's output for "\n" (and PyYAML's): a single-quoted run of line breaks.
+  CHECK(load("v: '\n\n  '\n").as_map().find("v")->as_str() == "\n");
+  CHECK(load("v: '\n\n\n  '\n").as_map().find("v")->as_str() == "\n\n");
+  CHECK(load("v: '\r\n\r\n  '\r\n").as_map().find("v")->as_str() == "\n");
+  CHECK(load("v: 'a\n  b'\n").as_map().find("v")->as_str() == "a b");
+  CHECK(load("v: \"a\\\n  b\"\n").as_map().find("v")->as_str() == "ab");
+  CHECK(load("v: \"\\x41\\u00e9\\U0001F600\"\n").as_map().find("v")->as_str() ==
+        "A\u00e9\U0001F600");
+  CHECK_THAT(error_of("v: \"\\ud800\"\n"), Catch::StartsWith("in.yaml:1:")); // a lone surrogate
+  CHECK(load("v: >+\n  a\n\n").as_map().find("v")->as_str() == "a\n\n");
+  for (const char* text : {"\n", "\n\n", "a\n", " \n ", "\n\na"}) {
+    Map m;
+    m.set("v", Value(text));
+    CHECK(load(to_yaml(m)).as_map().find("v")->as_str() == text);
+  }
 }

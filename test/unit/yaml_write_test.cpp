@@ -218,3 +218,29 @@ TEST_CASE("scalars of 100k characters are typed and written without recursion") 
     CHECK_NOTHROW(resolve_plain_scalar(t));
   }
 }
+
+// Issue 41 item 9: PyYAML's safe_dump writes a key of 123+ characters (128 with its "!!str"
+// tag), an empty key or one with a line break in the explicit form; the expected texts are its
+// output.
+TEST_CASE("long, empty and multi-line keys are written in PyYAML's explicit '? key' form") {
+  auto one = [](const std::string& key, Value v) {
+    Map m;
+    m.set(key, std::move(v));
+    return to_yaml(m);
+  };
+  const std::string k122(122, 'k'), k123(123, 'k'), k130(130, 'k');
+  CHECK(one(k122, 1) == k122 + ": 1\n");
+  CHECK(one(k123, 1) == "? " + k123 + "\n: 1\n");
+  CHECK(one("", 1) == "? ''\n: 1\n");
+  CHECK(one("a\nb", 1) == "? 'a\n\n  b'\n: 1\n");
+  Map inner;
+  inner.set("a", 1);
+  CHECK(one(k130, inner) == "? " + k130 + "\n: a: 1\n");
+  CHECK(one(k130, List{1, 2}) == "? " + k130 + "\n: - 1\n  - 2\n");
+  CHECK(one("v", "\n") == "v: '\n\n  '\n");
+  Map outer;
+  outer.set("x", Map{});
+  outer.find("x")->as_map().set(k130, 1);
+  outer.find("x")->as_map().set("b", 2);
+  CHECK(to_yaml(outer) == "x:\n  b: 2\n  ? " + k130 + "\n  : 1\n");
+}
