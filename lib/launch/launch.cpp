@@ -107,9 +107,10 @@ const OwnedOption kOwnedOptions[] = {
     {SlurmCommand::srun, "export", "--export or --env-file (site variables)"}};
 
 // The flag that sets `option` instead, when launch owns it; nullptr when it does not. Every
-// pyxis option is launch's: the container is --container-image's, on srun only.
+// pyxis option, and Slurm's own --container (an OCI bundle), is launch's: the container is
+// --container-image's, on srun only.
 const char* owning_flag(SlurmCommand command, const SlurmOption& option) {
-  if (option.name.starts_with("container-") || option.name.starts_with("no-container-"))
+  if (option.name.starts_with("container") || option.name.starts_with("no-container-"))
     return kContainerFlags;
   for (const OwnedOption& own : kOwnedOptions)
     if (own.command == command) {

@@ -290,21 +290,23 @@ ARITHMETIC = {"subscript": "PATH[$(touch PWNED)]", "backquote": "PATH[`touch PWN
 INTERPRETED = ["SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SRUN_CONTAINER_IMAGE", "PS4", "PS1",
                "PROMPT_COMMAND", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "CDPATH",
                "GLOBIGNORE", "PATH", "LD_PRELOAD", "BASH_XTRACEFD", "MASTER_PORT"]
-# (option, reason): each must be refused, nothing written.
+# Extra srun/sbatch words that take the next word, abbreviate or alias a launch-owned option,
+# or are unknown without a value: each refused, nothing written.
 SRUN_REFUSED = ["-o", "--output", "-J", "--", "--job-name", "-l", "--ntasks=1",
                 "--ntasks-per-node=1", "--tasks-per-node=1", "--nod=1", "--multi-prog",
                 "--container-im=x", "--container-mounts=/etc:/x", "--no-container-mount-home",
                 "--export=NONE", "--exp=NONE", "--gpus=1", "--ou", "--cpu", "-n4",
-                "--label=yes", "--unknown-flag", "--w"]
+                "--label=yes", "--unknown-flag", "--w", "--container=/b"]
 SBATCH_REFUSED = ["--job-nam=x", "--partit=x", "--tasks-per-node=2", "--ntasks-per-n=2",
                   "--nod=2", "--acc=x", "--time=1", "--tim=1", "--reserv=r", "--seg=2",
                   "--gpus=8", "--gpus-per-no=8", "--ntasks=4", "--output", "--out", "-J",
-                  "--", "--container-image=x", "--container-i=x", "--contiguous=yes",
-                  "--unknown-flag", "--mem"]
+                  "--", "--container-image=x", "--container-i=x", "--container=/b",
+                  "--contiguous=yes", "--unknown-flag", "--mem"]
 
 
 def issue41_cases(e, root, recipe):
     hostile = root / "launch-hostile"
+    (hostile / "env-files").mkdir(parents=True, exist_ok=True)
     # Arithmetic and interpreted names, through --export, an env file and the recipe's env_vars.
     for name, payload in ARITHMETIC.items():
         for fmt in ("slurm", "torchrun"):
