@@ -103,6 +103,7 @@ const OwnedOption kOwnedOptions[] = {
     {SlurmCommand::srun, "ntasks-per-node", kLayoutFlags},
     {SlurmCommand::srun, "gpus-per-node", kLayoutFlags},
     {SlurmCommand::srun, "gpus", kLayoutFlags},
+    {SlurmCommand::srun, "segment", "--segment (an #SBATCH line)"},
     {SlurmCommand::srun, "multi-prog", "nothing: every rank runs the entry point"},
     {SlurmCommand::srun, "export", "--export or --env-file (site variables)"}};
 

@@ -28,7 +28,8 @@ constexpr SlurmOption kPyxisOptions[] = {
     {"container-writable", SlurmArg::none, kExtraIds + 13},
     {"container-readonly", SlurmArg::none, kExtraIds + 14},
     {"container-env", SlurmArg::required, kExtraIds + 15}};
-constexpr SlurmOption kLaterSbatchOptions[] = {{"segment", SlurmArg::required, kExtraIds + 100}};
+// sbatch and srun both take --segment from Slurm 24.11 on.
+constexpr SlurmOption kLaterOptions[] = {{"segment", SlurmArg::required, kExtraIds + 100}};
 
 // sbatch 22.05.8: 106 long options.
 constexpr SlurmOption kSbatchOptions[] = {
@@ -277,8 +278,8 @@ constexpr SlurmOption kSrunOptions[] = {
 // In the order Slurm appends them: its own options, then the plugins'.
 std::vector<std::span<const SlurmOption>> tables(SlurmCommand command) {
   if (command == SlurmCommand::sbatch)
-    return {kSbatchOptions, kLaterSbatchOptions, kPyxisOptions};
-  return {kSrunOptions, kPyxisOptions};
+    return {kSbatchOptions, kLaterOptions, kPyxisOptions};
+  return {kSrunOptions, kLaterOptions, kPyxisOptions};
 }
 
 } // namespace

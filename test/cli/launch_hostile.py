@@ -296,7 +296,7 @@ SRUN_REFUSED = ["-o", "--output", "-J", "--", "--job-name", "-l", "--ntasks=1",
                 "--ntasks-per-node=1", "--tasks-per-node=1", "--nod=1", "--multi-prog",
                 "--container-im=x", "--container-mounts=/etc:/x", "--no-container-mount-home",
                 "--export=NONE", "--exp=NONE", "--gpus=1", "--ou", "--cpu", "-n4",
-                "--label=yes", "--unknown-flag", "--w", "--container=/b"]
+                "--label=yes", "--unknown-flag", "--w", "--container=/b", "--seg=2"]
 SBATCH_REFUSED = ["--job-nam=x", "--partit=x", "--tasks-per-node=2", "--ntasks-per-n=2",
                   "--nod=2", "--acc=x", "--time=1", "--tim=1", "--reserv=r", "--seg=2",
                   "--gpus=8", "--gpus-per-no=8", "--ntasks=4", "--output", "--out", "-J",
