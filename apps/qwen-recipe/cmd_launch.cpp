@@ -11,7 +11,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <utility>
 
 namespace qr::cli {
@@ -32,17 +34,59 @@ struct LaunchCliOptions {
 std::string config_name_from_job(const std::string& job_name) {
   require_one_line(job_name, "--job-name");
   if (job_name.find('/') != std::string::npos || job_name == "." || job_name == "..")
-    throw Error("--job-name '" + job_name +
+    throw Error("--job-name '" + escaped_for_message(job_name) +
                 "' also names the config file (JOB-NAME.yaml in the current directory), so it "
                 "may not be a path: give --config FILE or -o FILE, or a job name without '/'");
   return job_name + ".yaml";
 }
 
+// Standard output, or a path that is a device or a pipe (/dev/stdout, /dev/full, a FIFO, or a
+// link to one): written in place, not renamed, so no config file name can be made from it.
+bool is_stream(const std::string& path) {
+  struct stat st {};
+  return path.empty() || path == "-" ||
+         (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+}
+
+// The file a path's write lands on: the write renames a new file into the path's folder, as the
+// kernel reaches that folder (through symbolic links, '..' after them), under the path's last
+// name. Two paths write the same file exactly when both match; nullopt: no such folder.
+struct WriteTarget {
+  dev_t dev;
+  ino_t ino;
+  std::string name;
+  bool operator==(const WriteTarget&) const = default;
+};
+std::optional<WriteTarget> write_target(const std::filesystem::path& path) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0)
+    return std::nullopt;
+  return WriteTarget{st.st_dev, st.st_ino, path.filename().string()};
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
-  std::error_code ec;
+  const auto ta = write_target(a), tb = write_target(b);
   return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal() ||
-         fs::equivalent(a, b, ec);
+         (ta && tb && *ta == *tb);
+}
+
+// The config file the script will read: a file name (not standard output, a device or a pipe),
+// and one whose absolute spelling, which the script holds, reaches the file the write makes
+// (it does not where '..' follows a symbolic link).
+void check_config_path(const std::string& config) {
+  if (is_stream(config))
+    throw Error("--config '" + escaped_for_message(config) + "' is " +
+                (config == "-" || config.empty() ? std::string("standard output")
+                                                 : std::string("a device or a pipe")) +
+                ", and the script reads the config from a file: give a file name");
+  const auto as_written = write_target(config);
+  const auto in_script = write_target(std::filesystem::absolute(config).lexically_normal());
+  if (as_written && !(in_script && *in_script == *as_written))
+    throw Error("--config '" + escaped_for_message(config) +
+                "' reaches another folder than its spelling (a '..' after a symbolic link), and "
+                "the script names the config by that spelling: give the path without '..'");
 }
 
 // The Slurm-only options are refused with torchrun; the site variables are read once.
@@ -124,9 +168,10 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   const bool from_file = !is_recipe_spec(first) && std::filesystem::is_regular_file(first);
   if (from_file && (o.args.size() > 1 || !o.config.empty() || !o.recipe.shortcuts.empty() ||
                     !o.recipe.override_files.empty() || o.multirun))
-    throw Error(first + " is launched as it is: give no overrides, shortcuts, --overrides, "
-                        "--multirun or --config (edit the file, or launch the recipe with "
-                        "overrides)");
+    throw Error(escaped_for_message(first) +
+                " is launched as it is: give no overrides, shortcuts, --overrides, "
+                "--multirun or --config (edit the file, or launch the recipe with "
+                "overrides)");
   BuildRequest req;
   o.recipe.fill(req, !o.multirun);
   split_recipe_words(o.args, req);
@@ -150,19 +195,22 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   const BuildResult r = compiler->run(req, through(Stage::Emit));
   o.launch.num_gpus = static_cast<int>(r.world_size.value_or(0));
 
-  const bool to_stdout = o.output.empty() || o.output == "-";
-  // The config goes next to the launch file: job.sbatch -> job.yaml.
+  // The config goes next to the launch file (job.sbatch -> job.yaml); with the launch file on
+  // standard output, a device or a pipe, it is JOB-NAME.yaml here.
+  const bool to_stream = is_stream(o.output);
   if (from_file)
     o.config = first;
   else if (o.config.empty())
-    o.config = to_stdout ? config_name_from_job(o.launch.job_name.empty() ? default_job_name(r)
+    o.config = to_stream ? config_name_from_job(o.launch.job_name.empty() ? default_job_name(r)
                                                                           : o.launch.job_name)
                          : std::filesystem::path(o.output).replace_extension(".yaml").string();
   require_one_line(o.config, "--config");
-  if (!to_stdout) {
+  check_config_path(o.config);
+  if (!o.output.empty() && o.output != "-") {
     require_one_line(o.output, "--output");
     if (same_file(o.config, o.output))
-      throw Error("--config and --output are both " + o.config + "; give them different names");
+      throw Error("--config and --output are both " + escaped_for_message(o.config) +
+                  "; give them different names");
   }
   // The script names the config by its absolute path, so that it finds it wherever it is
   // submitted from (sbatch runs a copy of the script, from the submitting directory).
@@ -199,8 +247,9 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                   "write the launch file here instead of standard output; it and the config are "
                   "written together, or neither");
   cmd->add_option("--config", opts->config,
-                  "where to write the config YAML (default: next to --output as NAME.yaml, else "
-                  "JOB-NAME.yaml here)");
+                  "where to write the config YAML, a file (default: next to --output as "
+                  "NAME.yaml; with the launch file on standard output or a device, JOB-NAME.yaml "
+                  "here)");
   cmd->add_option("--job-name", opts->launch.job_name,
                   "Slurm job name (default MODEL-GPU-PRECISION)");
   cmd->add_option("-A,--account", opts->launch.account, "Slurm account");
@@ -237,12 +286,12 @@ void register_launch(CLI::App& app, GlobalOptions& global, std::function<int()>&
                   "GPUs per node (default: 4 on gb300, gb200, vr200; 8 on b300, b200, h100)")
       ->check(positive_count());
   cmd->add_option("--sbatch-arg", opts->launch.sbatch_args,
-                  "an extra #SBATCH option, --NAME or --NAME=VALUE (repeat), e.g. "
-                  "--sbatch-arg=--qos=high")
+                  "an extra #SBATCH option, one word --NAME=VALUE (or --NAME for a flag; "
+                  "repeat), e.g. --sbatch-arg=--qos=high")
       ->allow_extra_args(false);
   cmd->add_option("--srun-arg", opts->launch.srun_args,
-                  "an extra srun argument, one word starting with '-' (repeat), e.g. "
-                  "--srun-arg=--cpu-bind=none")
+                  "an extra srun option, one word --NAME=VALUE (or --NAME for a flag; repeat), "
+                  "e.g. --srun-arg=--cpu-bind=none")
       ->allow_extra_args(false);
   cmd->add_option("--reservation", opts->launch.reservation, "Slurm reservation (#SBATCH)");
   cmd->add_option("--segment", opts->launch.segment,

@@ -1,11 +1,13 @@
 #include "launch/launch.h"
 
 #include "diff/diff.h"
+#include "launch/slurm_options.h"
 #include "support/error.h"
 #include "support/script_text.h"
 #include "yaml/yaml_write.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace qr {
 namespace {
@@ -57,7 +59,7 @@ std::string sbatch_value(const std::string& text, const std::string& what) {
   if (word == text)
     return text;
   if (text.find_first_of("\"\\") != std::string::npos)
-    throw Error(what + " '" + text +
+    throw Error(what + " '" + escaped_for_message(text) +
                 "' holds a double quote or a backslash, which sbatch does not "
                 "read back from an #SBATCH line: remove it");
   return "\"" + text + "\"";
@@ -74,54 +76,232 @@ bool is_shell_name(const std::string& name) {
          });
 }
 
-// The #SBATCH options launch writes from its own flags: the same option in --sbatch-arg would
-// leave two values for one setting, so it is refused, naming the flag to use.
-const std::pair<const char*, const char*> kOwnSbatchOptions[] = {
-    {"job-name", "--job-name"},
-    {"nodes", "--nodes or --num-gpus"},
-    {"ntasks-per-node", "--gpus-per-node"},
-    {"gpus-per-node", "--gpus-per-node"},
-    {"account", "-A"},
-    {"partition", "-p"},
-    {"time", "-t"},
-    {"reservation", "--reservation"},
-    {"segment", "--segment"}};
+// The options launch writes itself, with the flag that sets them: the same option in an extra
+// argument, in any spelling Slurm takes for it, would give one setting two values (or, for srun,
+// run another rank layout, program or container than the one planned), so it is refused.
+struct OwnedOption {
+  SlurmCommand command;
+  const char* name; // the option's long name in Slurm's table
+  const char* flag;
+};
+constexpr const char* kContainerFlags = "--container-image and --container-mounts";
+constexpr const char* kLayoutFlags = "--num-gpus, --nodes or --gpus-per-node";
+const OwnedOption kOwnedOptions[] = {
+    {SlurmCommand::sbatch, "job-name", "--job-name"},
+    {SlurmCommand::sbatch, "nodes", "--nodes or --num-gpus"},
+    {SlurmCommand::sbatch, "ntasks", "--num-gpus"},
+    {SlurmCommand::sbatch, "ntasks-per-node", "--gpus-per-node"},
+    {SlurmCommand::sbatch, "gpus-per-node", "--gpus-per-node"},
+    {SlurmCommand::sbatch, "gpus", "--num-gpus"},
+    {SlurmCommand::sbatch, "account", "-A"},
+    {SlurmCommand::sbatch, "partition", "-p"},
+    {SlurmCommand::sbatch, "time", "-t"},
+    {SlurmCommand::sbatch, "reservation", "--reservation"},
+    {SlurmCommand::sbatch, "segment", "--segment"},
+    {SlurmCommand::srun, "nodes", kLayoutFlags},
+    {SlurmCommand::srun, "ntasks", kLayoutFlags},
+    {SlurmCommand::srun, "ntasks-per-node", kLayoutFlags},
+    {SlurmCommand::srun, "gpus-per-node", kLayoutFlags},
+    {SlurmCommand::srun, "gpus", kLayoutFlags},
+    {SlurmCommand::srun, "segment", "--segment (an #SBATCH line)"},
+    {SlurmCommand::srun, "multi-prog", "nothing: every rank runs the entry point"},
+    {SlurmCommand::srun, "export", "--export or --env-file (site variables)"}};
 
-// An --sbatch-arg's option name (NAME of --NAME[=VALUE]), checked.
-std::string sbatch_arg_name(const std::string& arg) {
-  const std::string name =
-      arg.substr(0, arg.find('=')).substr(std::min<std::size_t>(2, arg.size()));
+// The flag that sets `option` instead, when launch owns it; nullptr when it does not. Every
+// pyxis option, and Slurm's own --container (an OCI bundle), is launch's: the container is
+// --container-image's, on srun only.
+const char* owning_flag(SlurmCommand command, const SlurmOption& option) {
+  if (option.name.starts_with("container") || option.name.starts_with("no-container-"))
+    return kContainerFlags;
+  for (const OwnedOption& own : kOwnedOptions)
+    if (own.command == command) {
+      const SlurmOption* o = slurm_option(command, own.name);
+      if (o != nullptr && o->id == option.id)
+        return own.flag;
+    }
+  return nullptr;
+}
+
+// One --sbatch-arg or --srun-arg, checked: one --NAME or --NAME=VALUE word that Slurm reads as
+// one option, whatever follows it, and not one launch writes. Returns the option Slurm takes it
+// for (nullptr: one Slurm 22.05 does not have, allowed only with its value inline).
+const SlurmOption* extra_arg_option(SlurmCommand command, const std::string& arg) {
+  const std::string flag = command == SlurmCommand::sbatch ? "--sbatch-arg" : "--srun-arg";
+  const std::string tool = command == SlurmCommand::sbatch ? "sbatch" : "srun";
+  require_one_line(arg, flag);
+  const std::string shown = flag + " '" + escaped_for_message(arg) + "'";
+  const std::size_t eq = arg.find('=');
+  const std::string name = arg.substr(0, eq).substr(std::min<std::size_t>(2, arg.size()));
   const bool long_option =
       arg.starts_with("--") && !name.empty() && std::isalpha(static_cast<unsigned char>(name[0])) &&
-      std::all_of(name.begin(), name.end(),
-                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; });
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      });
   if (!long_option)
-    throw Error("--sbatch-arg '" + escaped_for_message(arg) +
-                "' is not a long sbatch option: give --NAME or --NAME=VALUE (e.g. --qos=high)");
-  for (const auto& [own, flag] : kOwnSbatchOptions)
-    if (name == own)
-      throw Error("--sbatch-arg '" + escaped_for_message(arg) + "': launch writes --" + name +
-                  " itself; give " + flag + " instead");
-  return name;
+    throw Error(shown + " is not a long " + tool +
+                " option: give one word, --NAME or --NAME=VALUE (e.g. --qos=high; a short "
+                "option or a value in the next word would take the words launch writes after it)");
+  std::vector<std::string_view> candidates;
+  const SlurmOption* option = resolve_slurm_option(command, name, candidates);
+  if (!candidates.empty()) {
+    std::string list;
+    for (std::string_view c : candidates)
+      list += (list.empty() ? "--" : ", --") + std::string(c);
+    throw Error(shown + " abbreviates several " + tool + " options (" + list +
+                "): spell the option out");
+  }
+  if (option == nullptr) {
+    if (eq == std::string::npos)
+      throw Error(shown + " is no " + tool +
+                  " option of Slurm 22.05, so whether it takes the next word as its value is "
+                  "unknown: give its value in the same word, --" +
+                  name + "=VALUE");
+    return nullptr;
+  }
+  const std::string spelled = "--" + std::string(option->name);
+  if (const char* own = owning_flag(command, *option))
+    throw Error(shown + " is " + tool + "'s " + spelled + ", which launch writes itself; give " +
+                own + " instead");
+  if (option->arg == SlurmArg::required && eq == std::string::npos)
+    throw Error(shown + ": " + spelled +
+                " takes a value, which would be the next word of the script: give it in the "
+                "same word, --" +
+                name + "=VALUE");
+  if (option->arg == SlurmArg::none && eq != std::string::npos)
+    throw Error(shown + ": " + spelled + " takes no value; give --" + name + " alone");
+  return option;
 }
 
 // The #SBATCH line text of one --sbatch-arg.
 std::string sbatch_arg_line(const std::string& arg) {
-  const std::string name = sbatch_arg_name(arg);
+  extra_arg_option(SlurmCommand::sbatch, arg);
   const std::size_t eq = arg.find('=');
   if (eq == std::string::npos)
     return arg;
-  return "--" + name + "=" + sbatch_value(arg.substr(eq + 1), "--sbatch-arg --" + name);
+  return arg.substr(0, eq + 1) +
+         sbatch_value(arg.substr(eq + 1), "--sbatch-arg " + arg.substr(0, eq));
 }
 
+// Whether an --sbatch-arg sets the option of that name (in any spelling sbatch takes for it).
 bool has_sbatch_arg(const LaunchOptions& options, const std::string& name) {
+  const SlurmOption* wanted = slurm_option(SlurmCommand::sbatch, name);
   return std::any_of(options.sbatch_args.begin(), options.sbatch_args.end(),
-                     [&](const std::string& a) { return sbatch_arg_name(a) == name; });
+                     [&](const std::string& a) {
+                       const SlurmOption* o = extra_arg_option(SlurmCommand::sbatch, a);
+                       return o != nullptr && o->id == wanted->id;
+                     });
+}
+
+// A path in pyxis's --container-mounts list: pyxis splits the list at ',' and an entry at ':',
+// and enroot reads each mount as an fstab line (fields split at blanks, '#' a comment, '\\' an
+// escape, '$' expanded). Only bytes none of them interprets are taken.
+void require_mount_path(const std::string& path, const std::string& what) {
+  const auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("/._+@%=~-").find(c) != std::string_view::npos;
+  };
+  const auto bad = std::find_if_not(path.begin(), path.end(), plain);
+  if (path.empty() || bad != path.end())
+    throw Error(what + " '" + escaped_for_message(path) + "'" +
+                (path.empty() ? std::string(" is empty")
+                              : " holds '" + escaped_for_message(std::string(1, *bad)) + "'") +
+                ", and it goes into pyxis's --container-mounts, which takes only letters, digits "
+                "and / . _ + @ % = ~ - in a path (',' and ':' separate mounts and their parts): "
+                "move it to a folder without it");
+}
+
+// One --container-mounts entry, SRC[:DST[:FLAGS]], each part plain for pyxis and enroot.
+void check_container_mount(const std::string& mount) {
+  std::vector<std::string> parts{""};
+  for (char c : mount)
+    if (c == ':')
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  if (parts.size() > 3)
+    throw Error("--container-mounts '" + escaped_for_message(mount) +
+                "' is not SRC[:DST[:FLAGS]]: pyxis reads a third ':' as part of the flags");
+  for (std::size_t i = 0; i < parts.size() && i < 2; ++i)
+    require_mount_path(parts[i], "--container-mounts " + std::string(i == 0 ? "source" : "target"));
+  if (parts.size() == 3 &&
+      (parts[2].empty() || !std::all_of(parts[2].begin(), parts[2].end(), [](char c) {
+         return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-';
+       })))
+    throw Error("--container-mounts '" + escaped_for_message(mount) + "': the flags '" +
+                escaped_for_message(parts[2]) +
+                "' are not pyxis mount flags (e.g. ro, or ro+rprivate)");
 }
 
 // The variables the scripts set themselves; a site variable of that name would change what runs.
 const char* const kScriptVariables[] = {"CONFIG", "MEGATRON_BRIDGE", "LOADER",
                                         "NODES",  "MASTER_ADDR",     "MASTER_PORT"};
+// Variables whose value bash, the loader or Slurm reads as something other than data: bash runs
+// PS4 under -x, PROMPT_COMMAND, BASH_ENV and ENV at start-up, and reads IFS, SHELLOPTS, CDPATH,
+// GLOBIGNORE and the rest as settings; the loader loads LD_PRELOAD's and LD_AUDIT's libraries
+// and GCONV_PATH's modules into every program; PATH picks the programs the scripts run.
+const char* const kInterpretedVariables[] = {"PS0",
+                                             "PS1",
+                                             "PS2",
+                                             "PS3",
+                                             "PS4",
+                                             "PROMPT_COMMAND",
+                                             "ENV",
+                                             "IFS",
+                                             "SHELLOPTS",
+                                             "BASHOPTS",
+                                             "CDPATH",
+                                             "GLOBIGNORE",
+                                             "EXECIGNORE",
+                                             "FIGNORE",
+                                             "FUNCNEST",
+                                             "TMOUT",
+                                             "POSIXLY_CORRECT",
+                                             "INPUTRC",
+                                             "HISTFILE",
+                                             "HOSTFILE",
+                                             "MAILPATH",
+                                             "MAIL",
+                                             "OPTIND",
+                                             "OPTERR",
+                                             "UID",
+                                             "EUID",
+                                             "PPID",
+                                             "GROUPS",
+                                             "RANDOM",
+                                             "SRANDOM",
+                                             "SECONDS",
+                                             "LINENO",
+                                             "EPOCHSECONDS",
+                                             "EPOCHREALTIME",
+                                             "SHLVL",
+                                             "PWD",
+                                             "OLDPWD",
+                                             "SHELL",
+                                             "PATH",
+                                             "LD_PRELOAD",
+                                             "LD_AUDIT",
+                                             "GCONV_PATH"};
+// Families by prefix: bash's own (BASH_ENV, BASH_XTRACEFD, BASH_FUNC_*), and the variables sbatch,
+// srun and their plugins read as options or job facts (SLURM_JOB_ID, SRUN_CONTAINER_IMAGE...).
+const char* const kInterpretedPrefixes[] = {"BASH_",   "SLURM_", "SRUN_",  "SBATCH_",
+                                            "SALLOC_", "SPANK_", "_SLURM_"};
+
+// Why a variable of that name may not be set by a launch (empty: it may).
+std::string refused_variable(const std::string& name) {
+  for (const char* own : kScriptVariables)
+    if (name == own)
+      return name + " is set by the launch script itself";
+  for (const char* v : kInterpretedVariables)
+    if (name == v)
+      return name + " is read by bash, the loader or the scripts as more than a value (code, "
+                    "settings or the programs to run), so a launch does not set it";
+  for (const char* prefix : kInterpretedPrefixes)
+    if (name.starts_with(prefix))
+      return name + " is in the " + prefix +
+             "* family that bash or Slurm reads as code, options or job facts, so a launch does "
+             "not set it";
+  return {};
+}
 
 // Megatron-Bridge's slurm_executor (scripts/performance/utils/executors.py) on 4-GPU (NVL72)
 // nodes: the whole job in one segment up to 18 nodes (one NVL72 rack), else the largest segment
@@ -213,10 +393,8 @@ std::pair<std::string, std::string> parse_site_variable(const std::string& text,
   if (!is_shell_name(name))
     throw Error(what + " '" + escaped_for_message(text) + "': '" + escaped_for_message(name) +
                 "' is not a shell variable name (letters, digits and _, not first a digit)");
-  for (const char* own : kScriptVariables)
-    if (name == own)
-      throw Error(what + " '" + escaped_for_message(text) + "': " + name +
-                  " is set by the launch script itself");
+  if (const std::string why = refused_variable(name); !why.empty())
+    throw Error(what + " '" + escaped_for_message(text) + "': " + why);
   require_one_line(value, what + " " + name);
   return {std::move(name), std::move(value)};
 }
@@ -259,17 +437,8 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
   for (const std::string& a : options.sbatch_args)
     sbatch_arg_line(a);
   require_one_line(options.reservation, "--reservation");
-  for (const std::string& a : options.srun_args) {
-    require_one_line(a, "--srun-arg");
-    if (!a.starts_with("-"))
-      throw Error("--srun-arg '" + a +
-                  "' is not an srun option (srun would run it as the command): give options "
-                  "with their values as one word, --NAME=VALUE");
-    if (a.starts_with("--container-"))
-      throw Error("--srun-arg '" + a +
-                  "': launch writes srun's container options from --container-image and "
-                  "--container-mounts; give those instead");
-  }
+  for (const std::string& a : options.srun_args)
+    extra_arg_option(SlurmCommand::srun, a);
   for (const auto& entry : options.site_env) {
     const auto same = [&](const auto& e) { return e.first == entry.first; };
     if (auto at = std::find_if(plan.site_env.begin(), plan.site_env.end(), same);
@@ -292,6 +461,13 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
     require_one_line(*text, what);
   for (const std::string& m : options.container_mounts)
     require_one_line(m, "--container-mounts");
+  // srun mounts the config's folder into the container (slurm_script).
+  if (!options.container_image.empty()) {
+    require_mount_path(std::filesystem::path(options.config_path).parent_path().string(),
+                       "the config's folder");
+    for (const std::string& m : options.container_mounts)
+      check_container_mount(m);
+  }
   plan.config_path = options.config_path;
   plan.megatron_bridge = options.megatron_bridge;
   plan.command = result.command;
@@ -300,7 +476,10 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
   for (const Map::Entry& e : plan.env) {
     const std::string& name = e.first.text;
     if (!is_shell_name(name))
-      throw Error("env_vars." + name + " is not a shell variable name; a launch cannot export it");
+      throw Error("env_vars." + escaped_for_message(name) +
+                  " is not a shell variable name; a launch cannot export it");
+    if (const std::string why = refused_variable(name); !why.empty())
+      throw Error("env_vars." + name + ": " + why);
     if (!e.second.is_scalar() || e.second.is_null())
       throw Error("env_vars." + name + " is " + brief(e.second) +
                   "; environment variables take scalar values");
@@ -351,7 +530,14 @@ std::string slurm_script(const LaunchPlan& plan, const LaunchOptions& options) {
          "jobs, and\n# pipefail would end the job.)\n"
          "mapfile -t NODES < <(scontrol show hostnames \"$SLURM_JOB_NODELIST\")\n"
          "export MASTER_ADDR=\"${NODES[0]}\"\n"
-         "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n\n" +
+         "# bash reads a variable's value in $(( )) as an expression, code included: the job id "
+         "is\n# taken only as up to 18 decimal digits, and read in base 10.\n"
+         "if [[ ! ${SLURM_JOB_ID-} =~ ^[0123456789]{1,18}$ ]]; then\n"
+         "  echo \"qwen-recipe launch: SLURM_JOB_ID is not a job id; submit this script with "
+         "sbatch\" >&2\n"
+         "  exit 1\n"
+         "fi\n"
+         "export MASTER_PORT=$((20000 + 10#$SLURM_JOB_ID % 20000))\n\n" +
          loader_block() + "\n# One rank per GPU.\nsrun";
   for (const std::string& a : options.srun_args)
     out += " " + shell_word(a, "--srun-arg");

@@ -21,9 +21,10 @@ struct LaunchOptions {
   std::string container_image; // empty: run on the host's Python
   std::vector<std::string> container_mounts;
   std::string megatron_bridge = "/opt/Megatron-Bridge"; // inside the container
-  // Cluster specifics (docs/launch.md): extra #SBATCH options (--NAME or --NAME=VALUE), extra
-  // srun arguments (each one word starting with '-'), the reservation, and the segment size:
-  // "auto" (Megatron-Bridge's rule on 4-GPU nodes), "none", or a node count.
+  // Cluster specifics (docs/launch.md): extra #SBATCH options and srun options (each one word,
+  // --NAME=VALUE or a valueless --NAME, judged as Slurm reads it: launch/slurm_options.h), the
+  // reservation, and the segment size: "auto" (Megatron-Bridge's rule on 4-GPU nodes), "none",
+  // or a node count.
   std::vector<std::string> sbatch_args, srun_args;
   std::string reservation, segment = "auto";
   // Site variables (--env-file, then --export, in order; a later one wins), exported as given.
@@ -41,8 +42,9 @@ struct LaunchPlan {
 };
 
 // One `KEY=VALUE` site variable (`what` names it in errors: "--export", "FILE:LINE"). The name is
-// a shell variable name; the value is taken literally, as sbatch --export and docker --env-file
-// take it, and must be one printable line.
+// a shell variable name, not one the scripts set nor one bash, the loader or Slurm interprets
+// (PS4, BASH_ENV, SLURM_*...); the value is taken literally, as sbatch --export and docker
+// --env-file take it, and must be one printable line.
 std::pair<std::string, std::string> parse_site_variable(const std::string& text,
                                                         const std::string& what);
 // An env file's variables: one KEY=VALUE a line; blank lines and lines starting with '#' are

@@ -195,10 +195,30 @@ void write_in_place(const std::string& path, const std::string& text) {
     throw Error(path + ": write failed: " + (ok ? std::string(std::strerror(errno)) : why));
 }
 
+// Straight to the descriptor, after whatever stdio holds: a failed write leaves nothing in a
+// buffer for exit() to try again.
 void write_stdout(const std::string& text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+  if (std::fflush(stdout) != 0 || !write_all(STDOUT_FILENO, text))
     throw Error("cannot write to standard output: " + std::string(std::strerror(errno)));
 }
+
+// While streams are written, a reader that went away is an error (EPIPE) that undoes the files
+// and says so in one line, not a silent death by SIGPIPE that leaves them.
+class SigpipeIgnored {
+public:
+  SigpipeIgnored() {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGPIPE, &sa, &old_);
+  }
+  SigpipeIgnored(const SigpipeIgnored&) = delete;
+  SigpipeIgnored& operator=(const SigpipeIgnored&) = delete;
+  ~SigpipeIgnored() { ::sigaction(SIGPIPE, &old_, nullptr); }
+
+private:
+  struct sigaction old_ {};
+};
 
 } // namespace
 
@@ -206,6 +226,8 @@ void write_outputs(const std::vector<OutputFile>& files, bool replace) {
   std::vector<const OutputFile*> renamed, in_place, to_stdout;
   for (const OutputFile& f : files) {
     if (f.path.empty() || f.path == "-") {
+      if (::fcntl(STDOUT_FILENO, F_GETFL) < 0)
+        throw Error("cannot write to standard output: it is closed");
       to_stdout.push_back(&f);
       continue;
     }
@@ -274,15 +296,23 @@ void write_outputs(const std::vector<OutputFile>& files, bool replace) {
     }
     temps[done]->renamed();
   }
+  // The streams (a device, a pipe, standard output) last, while the renames can still be undone:
+  // a stream that fails (a full device, a reader gone) leaves none of the files behind.
+  try {
+    const SigpipeIgnored no_sigpipe;
+    for (const OutputFile* f : in_place)
+      write_in_place(f->path, f->text);
+    for (const OutputFile* f : to_stdout)
+      write_stdout(f->text);
+  } catch (const Error&) {
+    undo();
+    throw;
+  }
   // All in place: what was replaced can go, and a signal from here on leaves the new files.
   for (auto& k : kept)
     if (k)
       k->remove_on_signal();
   created.clear();
-  for (const OutputFile* f : in_place)
-    write_in_place(f->path, f->text);
-  for (const OutputFile* f : to_stdout)
-    write_stdout(f->text);
 }
 
 void write_output(const std::string& path, const std::string& text) {

@@ -15,9 +15,10 @@ struct OutputFile {
 // NAME_MAX), and only once every one is written are they renamed into place, so that after any
 // error (a full disk, a missing directory, an existing file without `replace`) none is created
 // or changed. A path that is a device or a pipe (/dev/stdout, or a link to one) is written in
-// place, after the renames; standard output last. A path that is a symbolic link to anything
-// else is replaced by the new file (the link's target is left as it was). Without `replace`, an
-// existing path is refused. SIGINT, SIGTERM and SIGHUP during the write remove the temporary
+// place after the renames, standard output last (closed, it is refused first), and if one of
+// them fails (a full device, a reader gone: EPIPE, not SIGPIPE) the renames are undone. A path
+// that is a symbolic link to anything else is replaced by the new file (the link's target is left
+// as it was). Without `replace`, an existing path is refused. SIGINT, SIGTERM and SIGHUP during the write remove the temporary
 // files, and undo the renames done so far, before the process dies. Throws qr::Error.
 void write_outputs(const std::vector<OutputFile>& files, bool replace);
 // One file, replacing what is there: write_outputs({{path, text}}, true).

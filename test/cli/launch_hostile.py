@@ -103,7 +103,8 @@ elif name == "sbatch":
         opts += words + ([word] if word else [])
     with open(os.environ["QR_SBATCH"], "w") as f:
         json.dump(opts, f)
-    sys.exit(subprocess.run(["bash", args[0]]).returncode)
+    xtrace = ["-x"] if os.environ.get("QR_XTRACE") else []
+    sys.exit(subprocess.run(["bash", *xtrace, args[0]]).returncode)
 '''
 
 
@@ -224,17 +225,28 @@ class Env:
                    QR_SBATCH=str(sbatch), SLURM_JOB_NODELIST="node-[a-b]", SLURM_JOB_ID="4242",
                    NODE_RANK="0", MASTER_ADDR="node-a")
         env.pop("FOO", None)
+        env.update(want.get("job_env", {}))
+        xtrace = want.get("xtrace", False)
+        if xtrace:
+            env["QR_XTRACE"] = "1"
         # Submitted from another directory than the one it was written in.
         elsewhere = work / "elsewhere"
         elsewhere.mkdir(exist_ok=True)
-        first = ["sbatch"] if fmt == "slurm" else ["bash"]
+        first = ["sbatch"] if fmt == "slurm" else ["bash"] + (["-x"] if xtrace else [])
         run = subprocess.run(first + [str(script)], cwd=elsewhere, env=env,
                              capture_output=True)
+        for p in work.rglob(CANARY):
+            self.fail(case, f"{fmt}: {p} was created: a payload ran")
+        if want.get("script_stops"):
+            names = [json.loads(line)[0] for line in calls.read_text().splitlines()] \
+                if calls.exists() else []
+            if run.returncode == 0 or "srun" in names or "python" in names:
+                self.fail(case, f"{fmt}: the script ran {names}, exit {run.returncode}; want a "
+                                "stop before srun")
+            return
         if run.returncode != 0:
             self.fail(case, f"{fmt}: the script failed: {run.stderr.decode(errors='replace')}")
             return
-        for p in work.rglob(CANARY):
-            self.fail(case, f"{fmt}: {p} was created: a payload ran")
         names = [json.loads(line)[0] for line in calls.read_text().splitlines()]
         want_calls = ["sbatch", "scontrol", "srun", "python"] if fmt == "slurm" \
             else ["torchrun", "python"]
@@ -252,13 +264,204 @@ class Env:
             for opt, value in want.get("sbatch", {}).items():
                 if f"{opt}={value}" not in opts:
                     self.fail(case, f"sbatch read {opts}, want {opt}={value!r}")
+            for opt in want.get("sbatch_absent", []):
+                if opt in opts:
+                    self.fail(case, f"sbatch read {opts}, want no {opt!r}")
             srun = [json.loads(line) for line in calls.read_text().splitlines()][2]
             for arg in want.get("srun", []):
                 if arg not in srun:
                     self.fail(case, f"srun got {srun[1:4]}, want {arg!r}")
+            # srun's options, exactly: no word of launch's taken as an option's value.
+            folder = os.path.abspath(config.parent)
+            options = [o.replace("{mounts}", f"{folder}:{folder}")
+                       for o in want.get("srun_options", [])]
+            if options and srun[1:srun.index("python")] != options:
+                self.fail(case, f"srun's options are {srun[1:srun.index('python')]}, want "
+                                f"{options}")
             if "mount" in want and not any(a.startswith("--container-mounts=") and
                                            a.endswith("," + want["mount"]) for a in srun):
                 self.fail(case, f"srun got {srun[1:4]}, want the mount {want['mount']!r}")
+
+
+# Values bash would evaluate as code in arithmetic ($(( )) reads a variable's value as an
+# expression: an array subscript runs $(...) and backquotes), under `bash -x` (PS4), or at start-up.
+ARITHMETIC = {"subscript": "PATH[$(touch PWNED)]", "backquote": "PATH[`touch PWNED`]",
+              "nested": "x[$(touch PWNED)]+1"}
+INTERPRETED = ["SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SRUN_CONTAINER_IMAGE", "PS4", "PS1",
+               "PROMPT_COMMAND", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "CDPATH",
+               "GLOBIGNORE", "PATH", "LD_PRELOAD", "BASH_XTRACEFD", "MASTER_PORT"]
+# Extra srun/sbatch words that take the next word, abbreviate or alias a launch-owned option,
+# or are unknown without a value: each refused, nothing written.
+SRUN_REFUSED = ["-o", "--output", "-J", "--", "--job-name", "-l", "--ntasks=1",
+                "--ntasks-per-node=1", "--tasks-per-node=1", "--nod=1", "--multi-prog",
+                "--container-im=x", "--container-mounts=/etc:/x", "--no-container-mount-home",
+                "--export=NONE", "--exp=NONE", "--gpus=1", "--ou", "--cpu", "-n4",
+                "--label=yes", "--unknown-flag", "--w", "--container=/b", "--seg=2"]
+SBATCH_REFUSED = ["--job-nam=x", "--partit=x", "--tasks-per-node=2", "--ntasks-per-n=2",
+                  "--nod=2", "--acc=x", "--time=1", "--tim=1", "--reserv=r", "--seg=2",
+                  "--gpus=8", "--gpus-per-no=8", "--ntasks=4", "--output", "--out", "-J",
+                  "--", "--container-image=x", "--container-i=x", "--container=/b",
+                  "--contiguous=yes", "--unknown-flag", "--mem"]
+
+
+def issue41_cases(e, root, recipe):
+    hostile = root / "launch-hostile"
+    (hostile / "env-files").mkdir(parents=True, exist_ok=True)
+    # Arithmetic and interpreted names, through --export, an env file and the recipe's env_vars.
+    for name, payload in ARITHMETIC.items():
+        for fmt in ("slurm", "torchrun"):
+            e.run_case(f"arith-export-{name}", recipe + ["--export", "SLURM_JOB_ID=" + payload],
+                       fmt, {"must_refuse": True, "xtrace": True})
+            env_file = hostile / "env-files" / f"arith-{name}.env"
+            env_file.write_text(f"SLURM_JOB_ID={payload}\n")
+            e.run_case(f"arith-env-file-{name}", recipe + ["--env-file", str(env_file)], fmt,
+                       {"must_refuse": True})
+            e.run_case(f"arith-env-vars-{name}",
+                       recipe + ["+env_vars.SLURM_JOB_ID=" + yaml_escape(payload)], fmt,
+                       {"must_refuse": True})
+        # The job's own environment (what Slurm hands the script) holds the payload: the script
+        # stops before srun, and nothing runs.
+        e.run_case(f"arith-job-env-{name}", recipe, "slurm",
+                   {"job_env": {"SLURM_JOB_ID": payload}, "script_stops": True,
+                    "must_succeed": True})
+    for var in INTERPRETED:
+        for fmt in ("slurm", "torchrun"):
+            e.run_case(f"name-export-{var}", recipe + ["--export", f"{var}=$(touch PWNED)"], fmt,
+                       {"must_refuse": True, "xtrace": True})
+        env_file = hostile / "env-files" / f"name-{var}.env"
+        env_file.write_text(f"{var}=$(touch PWNED)\n")
+        e.run_case(f"name-env-file-{var}", recipe + ["--env-file", str(env_file)], "slurm",
+                   {"must_refuse": True, "xtrace": True})
+        e.run_case(f"name-env-vars-{var}",
+                   recipe + [f"+env_vars.{var}=" + yaml_escape("$(touch PWNED)")], "slurm",
+                   {"must_refuse": True, "xtrace": True})
+    # A job id of digits still works, leading zeros included (read in base 10, not octal).
+    e.run_case("job-id-leading-zero", recipe, "slurm",
+               {"job_env": {"SLURM_JOB_ID": "0089"}, "must_succeed": True, "xtrace": True})
+    # srun and sbatch options that would take the next word, or set launch's own options in
+    # another spelling: refused.
+    for arg in SRUN_REFUSED:
+        e.run_case(f"srun-refused-{arg}", recipe + ["--container-image", "img",
+                                                    "--srun-arg=" + arg], "slurm",
+                   {"must_refuse": True})
+    for arg in SBATCH_REFUSED:
+        e.run_case(f"sbatch-refused-{arg}", recipe + ["--sbatch-arg=" + arg], "slurm",
+                   {"must_refuse": True})
+    # Accepted: srun sees exactly these options and then launch's; an abbreviation of --output
+    # replaces launch's default rather than adding a second one.
+    for args in (["--label"], ["--cpu-bind=none", "--kill-on-bad-exit"], ["--kill-on-bad-exit=1"],
+                 ["--mpi=pmix", "--some-future-option=1"]):
+        e.run_case(f"srun-ok-{'_'.join(args)}",
+                   recipe + ["--container-image", "img"] + ["--srun-arg=" + a for a in args],
+                   "slurm", {"must_succeed": True, "srun_options": args + [
+                       "--container-image=img", "--container-mounts=" + "{mounts}",
+                       "--container-writable"]})
+    e.run_case("sbatch-out-abbrev", recipe + ["--sbatch-arg=--out=logs-%j.out",
+                                              "--sbatch-arg=--exclusive=user"], "slurm",
+               {"must_succeed": True, "sbatch": {"--out": "logs-%j.out"},
+                "sbatch_absent": ["--output=%x-%j.out", "--exclusive"]})
+    # Pyxis separators (and what enroot's fstab reads) in a path that reaches --container-mounts.
+    for name, folder in {"comma": "a,b", "colon": "a:b", "blank": "a b", "dollar": "a$HOME",
+                         "hash": "a#b", "issue": "a,/etc:/mnt/x"}.items():
+        work = hostile / "cases" / f"pyxis-{name}"
+        (work / folder).mkdir(parents=True)
+        for opt in ("-o", "--config"):
+            e.cases += 1
+            target = f"{folder}/j.sbatch" if opt == "-o" else f"{folder}/j.yaml"
+            extra = [] if opt == "-o" else ["-o", "j.sbatch"]
+            gen = e.qwen_recipe(["launch", *recipe, "--container-image", "img", opt, target,
+                                 *extra], work)
+            refused_cleanly(e, f"pyxis-{name}{opt}", gen, work, {folder})
+    for mount in ("/a,/etc:/x", "/a b:/x", "/a:/b:ro:x", "/a:/b:r o", "/a$HOME:/x", "/a:/x#y"):
+        e.run_case(f"mount-{mount}", recipe + ["--container-image", "img", "--container-mounts",
+                                               mount], "slurm", {"must_refuse": True})
+    file_cases(e, hostile, recipe)
+
+
+def refused_cleanly(e, case, gen, work, keep=()):
+    """Exit 2, one escaped error line, nothing on stdout, and no file but `keep` in `work`."""
+    err = gen.stderr.decode("utf-8", "replace")
+    if gen.returncode != 2 or not err.startswith("error: ") or err.count("\n") != 1:
+        e.fail(case, f"exit {gen.returncode}, stderr {err!r}")
+    if gen.stdout:
+        e.fail(case, f"printed {gen.stdout[:60]!r}")
+    left = []
+    for top, dirs, files in os.walk(work):
+        rel = os.path.relpath(top, work)
+        left += [os.path.normpath(os.path.join(rel, f)) for f in files
+                 if os.path.normpath(os.path.join(rel, f)) not in keep]
+    if left:
+        e.fail(case, f"left {left}")
+
+
+def file_cases(e, hostile, recipe):
+    """The pair when the script goes to standard output or a device, and files by identity."""
+    binary = [e.binary, "-q", "launch", *recipe]
+
+    def case(name, argv, stdout=subprocess.PIPE, keep=(), shell=None):
+        e.cases += 1
+        work = hostile / "cases" / f"files-{name}"
+        work.mkdir(parents=True)
+        for d in keep:
+            (work / d).mkdir(parents=True, exist_ok=True)
+        if shell:
+            gen = subprocess.run(["bash", "-c", shell, "qr", *binary, *argv], cwd=work,
+                                 capture_output=True)
+        else:
+            gen = subprocess.run(binary + argv, cwd=work, stdout=stdout, stderr=subprocess.PIPE)
+        return work, gen
+
+    with open("/dev/full", "wb") as full:
+        work, gen = case("stdout-full", ["--config", "c.yaml"], stdout=full)
+        refused_cleanly(e, "stdout-full", gen, work)
+    work, gen = case("dev-full", ["--config", "c.yaml", "-o", "/dev/full"])
+    refused_cleanly(e, "dev-full", gen, work)
+    # A reader gone before the write (SIGPIPE unless handled), and standard output closed.
+    for name, argv in {"closed-pipe": ["--config", "c.yaml"],
+                       "closed-pipe-dev-stdout": ["--config", "c.yaml", "-o", "/dev/stdout"]}.items():
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        work, gen = case(name, argv, stdout=write_end)
+        os.close(write_end)
+        refused_cleanly(e, name, gen, work)
+    work, gen = case("closed-stdout", ["--config", "c.yaml"], shell='exec "$@" >&-')
+    refused_cleanly(e, "closed-stdout", gen, work)
+    # -o /dev/stdout: the script on standard output, the config JOB-NAME.yaml here.
+    work, gen = case("dev-stdout", ["-o", "/dev/stdout", "--job-name", "j"])
+    if gen.returncode != 0 or not gen.stdout.startswith(b"#!/bin/bash\n") or \
+            not (work / "j.yaml").is_file() or \
+            f"CONFIG={work / 'j.yaml'}\n".encode() not in gen.stdout:
+        e.fail("dev-stdout", f"exit {gen.returncode}, {gen.stderr!r}, files "
+                             f"{[p.name for p in work.iterdir()]}")
+    if os.path.exists("/dev/stdout.yaml"):
+        e.fail("dev-stdout", "wrote /dev/stdout.yaml")
+        os.unlink("/dev/stdout.yaml")
+    for name, config in {"dash": "-", "null": "/dev/null", "full": "/dev/full"}.items():
+        work, gen = case(f"config-{name}", ["--config", config, "-o", "j.sbatch"])
+        refused_cleanly(e, f"config-{name}", gen, work)
+    # The same file through a folder that is a symbolic link to the other's.
+    work = hostile / "cases" / "files-symlinked-folder"
+    (work / "d1").mkdir(parents=True)
+    (work / "d2").symlink_to("d1")
+    for force in ([], ["--force"]):
+        e.cases += 1
+        gen = subprocess.run(binary + force + ["-o", "d1/x", "--config", "d2/x"], cwd=work,
+                             capture_output=True)
+        refused_cleanly(e, f"symlinked-folder{force}", gen, work, {"d1", "d2"})
+    # '..' after a symbolic link: the kernel reaches another folder than the spelling.
+    work = hostile / "cases" / "files-dotdot"
+    (work / "real" / "sub").mkdir(parents=True)
+    (work / "link").symlink_to("real/sub")
+    e.cases += 1
+    gen = subprocess.run(binary + ["-o", "j.sbatch", "--config", "link/../c.yaml"], cwd=work,
+                         capture_output=True)
+    if gen.returncode == 0:
+        text = (work / "j.sbatch").read_text()
+        named = next(l for l in text.splitlines() if l.startswith("CONFIG="))[len("CONFIG="):]
+        if not os.path.isfile(named):
+            e.fail("dotdot", f"the script names {named}, which is not the config written")
+    else:
+        refused_cleanly(e, "dotdot", gen, work, {"real", "link"})
 
 
 def yaml_escape(value):
@@ -361,6 +564,7 @@ def main():
             e.check_yaml(f"build-{name}", path, v)
         except Exception as err:
             e.fail(f"build-{name}", f"does not load: {str(err)[:80]!r}")
+    issue41_cases(e, root, recipe)
     if e.failures:
         sys.exit(f"{len(e.failures)} of {e.cases} cases failed:\n" + "\n".join(e.failures))
     print(f"{e.cases} hostile cases: refused or ran exactly the intended commands")
