@@ -452,6 +452,11 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
                       : options.job_name;
   // Launch options reach comments, #SBATCH lines and JSON: one printable line each.
   require_one_line(plan.job_name, "--job-name");
+  // Slurm names the job's log `%x-%j.out` after it: a '/' would put the log in another folder
+  // (or, where that folder is missing, fail the job before its script runs, with no log at all).
+  if (plan.job_name.find('/') != std::string::npos)
+    throw Error("--job-name '" + escaped_for_message(plan.job_name) +
+                "' holds a '/': Slurm's log file %x-%j.out is named after it");
   for (const auto& [text, what] : {std::pair{&options.account, "--account"},
                                    {&options.partition, "--partition"},
                                    {&options.time_limit, "--time"},

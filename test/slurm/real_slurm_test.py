@@ -20,7 +20,7 @@ Launches:
   must report it failed;
 - refused: a line break in --export, --job-name, --sbatch-arg or --srun-arg is refused (exit 2,
   one error line, nothing written), as docs/launch.md says;
-- KNOWN_FAILURES: cases that fail on the current launch, each naming why (see that list).
+- REGRESSION_CASES: cases that once broke under a real Slurm, each naming how (see that list).
 
 Every job must end COMPLETED with exit code 0:0 (but the one meant to fail), with one task per
 GPU (SLURM_PROCID 0-7 and SLURM_LOCALID 0-7 on the node's 8 GPUs), the entry point's argv as
@@ -521,32 +521,26 @@ def cases(t):
             "output": ["did not load train.global_batch_size from " + str(cwd / "job.yaml")]})
 
 
-# Cases that fail on the current launch (lib/launch), reported rather than fixed here, each with
-# the launch options it adds to a plain launch. Each runs and must still fail: once launch is
-# fixed the case passes, and this test fails until its entry is removed from this table. Fixed
-# means: launch refuses the value (exit 2, one error line, nothing written), or the job runs as
-# launched and nothing of the value executes.
-# - export-slurm-job-id (issue 41, item 1): the value is written as a correctly quoted export,
-#   but the script then computes MASTER_PORT with $((20000 + SLURM_JOB_ID % 20000)), and bash
-#   evaluates the value as an arithmetic expression: the $(...) runs on the node (creating
-#   PWNED-export-slurm-job-id), then the job fails.
-# - srun-arg-swallows (issue 41, item 5): `--srun-arg=-o` is accepted, and the real srun takes
-#   the next word of the script (`python`) as -o's value and `-c "$LOADER"` as a CPU count:
-#   srun refuses, the job fails and no rank starts.
-# - job-name-slash: a job name holding `/` is accepted (with -o, it names no file of launch's),
-#   but the script's `#SBATCH --output=%x-%j.out` makes it a path: Slurm cannot open
-#   `sub/x-JOB.out`, so the job fails (exit code 0:53) before its script runs, and leaves no log
-#   at all; `--job-name ../x` puts the log outside the submit folder.
-KNOWN_FAILURES = {
+# Cases that once got past launch and broke under a real Slurm (the stand-ins missed the last),
+# each with the launch options it adds to a plain launch. Each must now be refused (exit 2, one
+# error line, nothing written) or run as launched with nothing of the value executed.
+# - export-slurm-job-id (issue 41, item 1): the script computed MASTER_PORT with
+#   $((20000 + SLURM_JOB_ID % 20000)), and bash evaluated the exported value as an arithmetic
+#   expression: the $(...) ran on the node (creating PWNED-export-slurm-job-id).
+# - srun-arg-swallows (issue 41, item 5): `--srun-arg=-o` made the real srun take the next word of
+#   the script (`python`) as -o's value: the job failed and no rank started.
+# - job-name-slash: `#SBATCH --output=%x-%j.out` made a job name holding `/` a path: Slurm could
+#   not open `sub/x-JOB.out`, so the job failed (exit code 0:53) before its script ran, with no log.
+REGRESSION_CASES = {
     "export-slurm-job-id": ["--export", "SLURM_JOB_ID=PATH[$(touch {canary})]"],
     "srun-arg-swallows": ["--srun-arg=-o"],
     "job-name-slash": ["--job-name", "sub/x"],
 }
 
 
-def known_failure_cases(t):
-    """Writes and submits the KNOWN_FAILURES cases (checked with the others)."""
-    for case, options in KNOWN_FAILURES.items():
+def regression_cases(t):
+    """Writes and submits the REGRESSION_CASES (checked with the others)."""
+    for case, options in REGRESSION_CASES.items():
         canary = t.root / f"PWNED-{case}"
         cwd = t.root / "jobs" / case
         cwd.mkdir(parents=True)
@@ -587,22 +581,13 @@ def main():
         t = Test(binary, root, cluster)
         up = time.monotonic()
         cases(t)
-        known_failure_cases(t)
+        regression_cases(t)
         t.wait()
         ran = time.monotonic()
         for job, (case, script, expect) in t.jobs.items():
             t.check_job(job, case, script, expect)
         t.check_canaries()
-    failures = []
-    for case, what in t.failures.items():
-        if case not in KNOWN_FAILURES:
-            failures += [f"{case}: {w}" for w in what]
-    for case in sorted(KNOWN_FAILURES):
-        if t.failures.get(case):
-            print(f"known failure (expected): {case}: " +
-                  "; ".join(w[:300] for w in t.failures[case]))
-        else:
-            failures.append(f"{case}: now passes: remove it from KNOWN_FAILURES")
+    failures = [f"{case}: {w}" for case, what in t.failures.items() for w in what]
     if failures:
         sys.exit(f"{len(failures)} failures:\n" + "\n".join(failures))
     print(f"{len(t.jobs)} jobs ran under a real Slurm as launched; Slurm up in {up - start:.1f} s, "
