@@ -45,7 +45,8 @@ REWRITTEN = [
 STUBS = [
     "transformer_engine: not installable without CUDA; an import stub whose __version__ is "
     "TE_VERSION (so Megatron-Core's version probes see the container's TE) and whose names are "
-    "placeholder classes, never called by the configuration path",
+    "placeholder classes, never called by the configuration path (FusedAdam: the arguments "
+    "OptimizerConfig.__post_init__ inspects)",
     "megatron.bridge.training.config.validate_flex_dispatcher_backend: the GPU architecture the "
     "job runs on (torch.cuda.get_device_properties)",
     "typing.override (Python 3.12) for a Python 3.11 interpreter: a no-op decorator",
@@ -79,6 +80,14 @@ class _Placeholder(metaclass=_PlaceholderType):
         return _Placeholder
 
 
+class _FusedAdam(_Placeholder):
+    """TE's FusedAdam as OptimizerConfig.__post_init__ inspects it (TE >= 1.13's arguments)."""
+
+    def __init__(self, params=None, master_weight_dtype=None, exp_avg_dtype=None,
+                 exp_avg_sq_dtype=None, use_decoupled_grad=False, **kwargs):
+        pass
+
+
 class _TransformerEngineStub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if fullname == "transformer_engine" or fullname.startswith("transformer_engine."):
@@ -89,6 +98,8 @@ class _TransformerEngineStub(importlib.abc.MetaPathFinder, importlib.abc.Loader)
         module = types.ModuleType(spec.name)
         module.__path__ = []
         module.__version__ = TE_VERSION
+        if spec.name == "transformer_engine.pytorch.optimizers":
+            module.FusedAdam = _FusedAdam
         module.__getattr__ = lambda name: (
             _Placeholder if not name.startswith("__") else (_ for _ in ()).throw(AttributeError(name)))
         return module

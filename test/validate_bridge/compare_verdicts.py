@@ -8,7 +8,7 @@ Megatron-Bridge judged (its SHA-256 in VERDICTS.json, written by bridge_oracle.p
 `qwen-recipe validate FILE` on each: the world size comes from the file's header, or with
 --give-num-gpus from --num-gpus (for a qwen-recipe that does not read headers). A config agrees
 when both accept it or both refuse it, or when qwen-recipe refuses what Megatron-Core refuses only
-later, once the job has its nodes (LATER: every error is one of these checks). Exit 0 when every
+later, once the job has its nodes (LATER: every error is one of these checks or invariants). Exit 0 when every
 config agrees.
 """
 import hashlib
@@ -19,13 +19,18 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Checks whose refusals Megatron-Core makes after runtime_config_update(): where, at 2a75ac12
-# (docs/validate.md lists them too).
+# Checks whose refusals come after runtime_config_update(), once the job has its nodes: where
+# (Megatron-Core 2a75ac12, Megatron-Bridge 067f987d; docs/validate.md lists them too).
 LATER = {
-    "expert-parallel-fits": "megatron/core/parallel_state.py initialize_model_parallel",
-    "experts-divisible-by-ep": "megatron/core/transformer/moe/moe_layer.py MoELayer",
-    "global-batch-divisible": "megatron/core/num_microbatches_calculator.py",
-    "pipeline-layers": "megatron/core/transformer/transformer_block.py get_num_layers_to_build",
+    "expert-parallel-fits": "megatron/core/parallel_state.py:881 initialize_model_parallel",
+    "experts-divisible-by-ep": "megatron/core/transformer/moe/moe_layer.py:185 MoELayer",
+    "global-batch-divisible": "megatron/core/num_microbatches_calculator.py:381",
+    "pipeline-layers": "megatron/core/transformer/transformer_block.py:150 "
+                       "get_num_layers_to_build",
+    "virtual-pipeline-layers": "megatron/core/transformer/transformer_block.py:169 "
+                               "get_num_layers_to_build",
+    "te-rng-tracker-with-graphs": "megatron/bridge/models/gpt_provider.py:235 "
+                                  "GPTModelProvider.provide",
 }
 
 
