@@ -232,7 +232,9 @@ const Value* setup_value(const Config& c, const std::string& section, const std:
     const Value* mp = precision->as_map().find(field);
     if (mp == nullptr)
       return own;
-    if ((field == "fp8_param" || field == "fp4_param") && mp->is_null())
+    // MixedPrecisionConfig.__setattr__ keeps fp8_param (fp4_param) equal to fp8_param_gather
+    // (fp4_param_gather): the later field, so it wins as the config is built.
+    if (field == "fp8_param" || field == "fp4_param")
       if (const Value* gather = precision->as_map().find(field + "_gather"))
         return gather;
     return mp;
@@ -282,6 +284,8 @@ const Value* seen(const Config& c, std::string_view path) {
   const std::string field(path.substr(dot + 1));
   if (section == "mixed_precision") {
     const Value* precision = mixed_precision_section(c);
+    if (precision != nullptr && (field == "fp8_param" || field == "fp4_param"))
+      return precision->as_map().find(field + "_gather");
     return precision != nullptr ? precision->as_map().find(field) : own;
   }
   if (own == nullptr)

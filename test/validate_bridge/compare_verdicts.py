@@ -25,6 +25,7 @@ LATER = {
     "expert-parallel-fits": "megatron/core/parallel_state.py:881 initialize_model_parallel",
     "experts-divisible-by-ep": "megatron/core/transformer/moe/moe_layer.py:185 MoELayer",
     "global-batch-divisible": "megatron/core/num_microbatches_calculator.py:381",
+    "virtual-pipeline-needs-pp": "megatron/core/parallel_state.py:829 initialize_model_parallel",
     "pipeline-layers": "megatron/core/transformer/transformer_block.py:150 "
                        "get_num_layers_to_build",
     "virtual-pipeline-layers": "megatron/core/transformer/transformer_block.py:169 "
@@ -64,7 +65,11 @@ def main():
         if run.returncode not in (0, 2):
             disagree.append(f"{case['name']}: validate failed: {run.stderr.strip()}")
             continue
-        report = json.loads(run.stdout)
+        if not run.stdout:  # refused while loading: one error line on stderr
+            report = {"world_size": case["num_gpus"], "findings": [
+                {"level": "error", "check": "load", "message": run.stderr.strip()}]}
+        else:
+            report = json.loads(run.stdout)
         if not give_num_gpus and report["world_size"] != case["num_gpus"]:
             disagree.append(f"{case['name']}: validate took world size {report['world_size']} "
                             f"from the header, the battery runs it on {case['num_gpus']}")
