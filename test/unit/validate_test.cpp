@@ -72,14 +72,14 @@ TEST_CASE("validate: EP x ETP fits the expert-data-parallel group") {
                              "12"));
   CHECK(findings(b200(), "expert-parallel-fits", 16).empty());
   // ETP unset means 1 with EP > 1 (Megatron-Bridge's default), else TP.
-  CHECK(findings(b200({"model.expert_tensor_parallel_size=null",
-                       "model.tensor_model_parallel_size=2"}),
-                 "expert-parallel-fits", 8)
+  CHECK(findings(
+            b200({"model.expert_tensor_parallel_size=null", "model.tensor_model_parallel_size=2"}),
+            "expert-parallel-fits", 8)
             .empty());
-  CHECK_THAT(only(findings(b200({"model.expert_tensor_parallel_size=null",
-                                 "model.expert_model_parallel_size=1",
-                                 "model.tensor_model_parallel_size=4"}),
-                           "expert-parallel-fits", 6)),
+  CHECK_THAT(only(findings(
+                 b200({"model.expert_tensor_parallel_size=null",
+                       "model.expert_model_parallel_size=1", "model.tensor_model_parallel_size=4"}),
+                 "expert-parallel-fits", 6)),
              Catch::Contains("model.expert_tensor_parallel_size=null (so TP, 4)"));
 }
 
@@ -491,7 +491,7 @@ TEST_CASE("validate --format json: the documented keys, in order") {
                   {Finding::Level::Skipped, "world-size-divisible", "no world size"}};
   CHECK(report_json(rep, "f.yaml") ==
         "{\"config\": \"f.yaml\", \"layout\": \"TP 1 x PP 1 x CP 1 (world size unknown)\", "
-        "\"world_size\": null, \"strict\": false,\n"
+        "\"world_size\": null, \"world_size_from\": null, \"strict\": false,\n"
         " \"findings\": [\n"
         "  {\"level\": \"error\", \"check\": \"pipeline-layers\", \"source\": \"Megatron-Core "
         "TransformerConfig, get_num_layers_to_build\", \"message\": \"a \\\"quoted\\\"\\nline\"},\n"
@@ -501,9 +501,11 @@ TEST_CASE("validate --format json: the documented keys, in order") {
         " \"errors\": 1, \"warnings\": 0, \"skipped\": 1, \"checks_ran\": 2, \"ok\": false}\n");
   ValidationReport clean;
   clean.world_size = 8;
+  clean.world_source = "world size 8 from the header (q@b200:bf16's GPU count)";
   clean.strict = true;
   CHECK(report_json(clean, "-") ==
-        "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"strict\": true,\n"
+        "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"world_size_from\": "
+        "\"world size 8 from the header (q@b200:bf16's GPU count)\", \"strict\": true,\n"
         " \"findings\": [],\n"
         " \"errors\": 0, \"warnings\": 0, \"skipped\": 0, \"checks_ran\": 0, \"ok\": true}\n");
 }
