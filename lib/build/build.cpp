@@ -355,11 +355,17 @@ std::optional<Compiler::HeaderWorld> Compiler::header_world(std::string_view tex
   if (gpu.empty())
     throw Error(source + ": the header names no --gpu for " + model +
                 "; give --num-gpus N for the world size");
-  const RecipeSpec recipe = catalog_->resolve(model, gpu, precision.empty() ? "bf16" : precision,
-                                              static_cast<int>(world.num_gpus), false);
+  if (world.from_option)
+    return world;
+  // A recipe this catalogue does not hold (built with another --recipes-dir) names no count.
+  const auto& entries = catalog_->recipes();
+  if (std::none_of(entries.begin(), entries.end(),
+                   [&](const RecipeEntry& e) { return e.model == model && e.gpu == gpu; }))
+    return std::nullopt;
+  const RecipeSpec recipe =
+      catalog_->resolve(model, gpu, precision.empty() ? "bf16" : precision, 0, false);
   world.recipe = recipe.id();
-  if (!world.from_option)
-    world.num_gpus = recipe.entry->num_gpus;
+  world.num_gpus = recipe.entry->num_gpus;
   return world;
 }
 
