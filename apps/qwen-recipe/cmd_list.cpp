@@ -1,7 +1,9 @@
-// qwen-recipe list [recipes|gpus|passes|profiles|invariants]: what the registries hold.
+// qwen-recipe list [recipes|gpus|passes|profiles|invariants|precisions|advisories]: what the
+// registries hold.
 #include "commands.h"
 #include "compile/docs.h"
 #include "support/error.h"
+#include "validate/validate.h"
 
 #include <memory>
 
@@ -18,7 +20,10 @@ int run_list(const ListOptions& o, const GlobalOptions& g) {
   std::string out;
   if (o.format == "json" && o.markdown)
     throw Error("--markdown and --format json are two formats: give one");
-  if (o.format == "json") {
+  if (o.what == "advisories") {
+    out = o.format == "json" ? advisories_json(compiler->advisories())
+                             : advisories_text(compiler->advisories());
+  } else if (o.format == "json") {
     out = list_json(o.what, compiler->catalog(), compiler->schema());
   } else if (o.what == "recipes") {
     out = o.markdown ? recipes_markdown(compiler->catalog()) : recipes_table(compiler->catalog());
@@ -47,9 +52,11 @@ int run_list(const ListOptions& o, const GlobalOptions& g) {
 void register_list(CLI::App& app, GlobalOptions& global, std::function<int()>& action) {
   auto opts = std::make_shared<ListOptions>();
   CLI::App* cmd =
-      app.add_subcommand("list", "list recipes, gpus, passes, profiles, invariants or precisions");
+      app.add_subcommand("list", "list recipes, gpus, passes, profiles, invariants, precisions or "
+                                 "upstream advisories");
   cmd->add_option("what", opts->what, "what to list (default: recipes)")
-      ->check(one_of({"recipes", "gpus", "passes", "profiles", "invariants", "precisions"}));
+      ->check(one_of(
+          {"recipes", "gpus", "passes", "profiles", "invariants", "precisions", "advisories"}));
   cmd->add_option("--format", opts->format,
                   "human (default: a table) or json ({\"WHAT\": [...]}, see docs/recipes.md)")
       ->check(one_of({"human", "json"}));

@@ -21,6 +21,7 @@ struct ValidateCliOptions {
 int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
   auto compiler = make_compiler(g);
   ValidationReport report;
+  std::string world_from;
   const std::string label = operand_label(o.config);
   if (is_recipe_spec(o.config)) {
     BuildRequest req;
@@ -33,15 +34,26 @@ int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
                   .enforce = false};
     report = compiler->run(req, through(Stage::StartupChecks)).report;
   } else {
-    const Config config =
-        load_config_text(compiler->schema(), read_operand_text(o.config), label, o.profile);
+    const std::string text = read_operand_text(o.config);
+    const Config config = load_config_text(compiler->schema(), text, label, o.profile);
     ValidateOptions options;
     options.world_size = o.num_gpus;
+    // As `launch FILE`: without --num-gpus, the world size the header's recipe runs on.
+    if (!o.num_gpus)
+      if (const auto world = compiler->header_world(text, label)) {
+        options.world_size = world->num_gpus;
+        world_from = "world size " + std::to_string(world->num_gpus) + " from the header (" +
+                     (world->from_option ? "its --num-gpus" : world->recipe + "'s GPU count") +
+                     "); give --num-gpus N for another";
+      }
     if (!o.env.empty())
       options.env = read_package_env(o.env);
     options.strict = o.strict;
+    options.advisories = compiler->advisories();
     report = validate_config(config, options);
   }
+  if (!world_from.empty())
+    report.world_source = world_from;
   write_output("", o.format == "json" ? report_json(report, label) : report_text(report, label));
   return report.count(Finding::Level::Error) > 0 ? 2 : 0;
 }

@@ -70,6 +70,7 @@ struct Build {
   int header_num_gpus = 0;        // config_file: a GPU-count variant's count, from its header
   // The waivers the steps and checks apply: the recipe's, for its own pipeline only.
   bool recipe_waivers = false;
+  const std::vector<Advisory>* advisories = nullptr; // the Compiler's, warned by the checks
 
   // config_file: the recipe comes from its header; the flags given win.
   void read_config_file() {
@@ -252,6 +253,8 @@ struct Build {
     // checks (waived ones as warnings); a build has just checked its own.
     o.invariants = req.checks.report_invariants || !req.config_file.empty();
     o.strict = req.checks.strict;
+    if (advisories != nullptr)
+      o.advisories = *advisories;
     if (r.recipe)
       o.world_size = r.recipe->entry->num_gpus;
     o.waivers = waivers();
@@ -332,6 +335,40 @@ struct Build {
 
 } // namespace
 
+std::optional<Compiler::HeaderWorld> Compiler::header_world(std::string_view text,
+                                                            const std::string& source) const {
+  const std::string header(text.substr(0, text.find('\n')));
+  const std::size_t build = header.find(" build ");
+  if (!header.starts_with("# qwen-recipe ") || build == std::string::npos ||
+      header.find(" --base ") != std::string::npos)
+    return std::nullopt;
+  const std::string model = header.substr(build + 7, header.find(' ', build + 7) - build - 7);
+  const std::string gpu = header_option(header, "--gpu");
+  const std::string precision = header_option(header, "--precision");
+  HeaderWorld world;
+  if (const std::string n = header_option(header, "--num-gpus"); !n.empty()) {
+    if (n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos || n[0] == '0')
+      throw Error(source + ": the header's --num-gpus '" + n + "' is not a GPU count");
+    world.num_gpus = std::stoi(n);
+    world.from_option = true;
+  }
+  if (gpu.empty())
+    throw Error(source + ": the header names no --gpu for " + model +
+                "; give --num-gpus N for the world size");
+  if (world.from_option)
+    return world;
+  // A recipe this catalogue does not hold (built with another --recipes-dir) names no count.
+  const auto& entries = catalog_->recipes();
+  if (std::none_of(entries.begin(), entries.end(),
+                   [&](const RecipeEntry& e) { return e.model == model && e.gpu == gpu; }))
+    return std::nullopt;
+  const RecipeSpec recipe =
+      catalog_->resolve(model, gpu, precision.empty() ? "bf16" : precision, 0, false);
+  world.recipe = recipe.id();
+  world.num_gpus = recipe.entry->num_gpus;
+  return world;
+}
+
 Compiler::Compiler(std::shared_ptr<const DataSource> data) : Compiler(DataSources{data}) {}
 
 Compiler::Compiler(const DataSources& sources)
@@ -339,6 +376,9 @@ Compiler::Compiler(const DataSources& sources)
   for (const auto& s : sources)
     if (!s->directory().empty())
       recipes_dirs_.push_back(s->directory());
+  const std::vector<std::string> top = sources.front()->list("");
+  if (std::find(top.begin(), top.end(), "advisories.yaml") != top.end())
+    advisories_ = parse_advisories(*sources.front()->parse("advisories.yaml"));
 }
 
 BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunHooks& hooks) const {
@@ -353,6 +393,7 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
   if ((stages.has(Stage::StartupChecks) || stages.has(Stage::Emit)) && gap)
     throw Error("internal: a build's start-up checks and output need the finished config");
   Build b(schema_, *catalog_, recipes_dirs_, request, hooks);
+  b.advisories = &advisories_;
   b.resolve_recipe();
   if (stages.has(Stage::BaseConfig))
     b.make_base_config();

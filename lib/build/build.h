@@ -121,16 +121,31 @@ public:
 
   [[nodiscard]] const Schema& schema() const { return *schema_; }
   [[nodiscard]] const Catalog& catalog() const { return *catalog_; }
+  // recipes/advisories.yaml of the built-in recipes or a whole recipes/ tree (none without it).
+  [[nodiscard]] const std::vector<Advisory>& advisories() const { return advisories_; }
 
   // Runs the stages of `request` that `stages` names, in order. Throws qr::Error naming the
   // file, key or token at fault; `hooks` sees every step that changed the config.
   [[nodiscard]] BuildResult run(const BuildRequest& request, Stages stages,
                                 const RunHooks& hooks = {}) const;
 
+  // The world size a config file's header (`# qwen-recipe build MODEL --gpu G ...`, as build
+  // writes it) names, as `launch FILE` takes it: the header's --num-gpus, else the recipe's GPU
+  // count. Nullopt for a file without such a header (or built from --base). Throws qr::Error
+  // naming `source` for a header whose recipe or --num-gpus is not one.
+  struct HeaderWorld {
+    std::int64_t num_gpus = 0;
+    std::string recipe;       // the recipe's id, "qwen35_397b@gb300:bf16"
+    bool from_option = false; // the header's --num-gpus, not the recipe's count
+  };
+  [[nodiscard]] std::optional<HeaderWorld> header_world(std::string_view text,
+                                                        const std::string& source) const;
+
 private:
   std::shared_ptr<const Schema> schema_;
   std::shared_ptr<const Catalog> catalog_;
   std::vector<std::string> recipes_dirs_; // --recipes-dir, in order; empty: the built-in recipes
+  std::vector<Advisory> advisories_;
 };
 
 // Whether a command-line word is a Hydra override (key=value, +key=value, ++key=value, ~key)

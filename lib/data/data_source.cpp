@@ -27,7 +27,7 @@ public:
   }
   std::vector<std::string> list(const std::string& dir) const override {
     std::vector<std::string> out;
-    const std::string prefix = dir + "/";
+    const std::string prefix = dir.empty() ? std::string() : dir + "/";
     for (const EmbeddedFile& f : embedded_files()) {
       const std::string_view p = f.path;
       if (p.starts_with(prefix) && p.ends_with(".yaml") &&

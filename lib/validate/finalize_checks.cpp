@@ -221,7 +221,60 @@ const Value* mixed_precision_section(const Config& c) {
 // MixedPrecisionConfig.setup(), which copies every MixedPrecisionConfig field onto the model,
 // optimizer and DDP configs that have it (fp8_param/fp4_param defaulting to the *_param_gather
 // flag, as MixedPrecisionConfig.finalize() sets them), then CommOverlapConfig.setup()
-// (comm_overlap_value).
+// (comm_overlap_value); a model field as the model's finalize() leaves it (finalized_value).
+const Value* setup_value(const Config& c, const std::string& section, const std::string& field,
+                         const Value* own) {
+  if (const Value* overlap = comm_overlap_value(c, section, field))
+    return overlap;
+  const Value* precision = mixed_precision_section(c);
+  if ((section == "model" || section == "optimizer" || section == "ddp") && precision != nullptr &&
+      field != "_target_") {
+    const Value* mp = precision->as_map().find(field);
+    if (mp == nullptr)
+      return own;
+    // MixedPrecisionConfig.__setattr__ keeps fp8_param (fp4_param) equal to fp8_param_gather
+    // (fp4_param_gather): the later field, so it wins as the config is built.
+    if (field == "fp8_param" || field == "fp4_param")
+      if (const Value* gather = precision->as_map().find(field + "_gather"))
+        return gather;
+    return mp;
+  }
+  return own;
+}
+
+const Value* seen(const Config& c, std::string_view path);
+
+// What the model's finalize() sets before Megatron-Core's __post_init__ checks the field:
+// Megatron-Bridge's models/transformer_config.py finalize (pipeline dtype from the params dtype
+// with PP > 1, sequence parallelism off with TP 1, ETP 1 with EP > 1), the Qwen-VL providers'
+// finalize (per-token loss with CP > 1; the Qwen3-VL MoE provider's sequence parallelism with
+// TP > 1), and __post_init__'s own renaming of experimental_attention_variant gated_delta_net.
+const Value* finalized_value(const Config& c, const std::string& field, const Value* v) {
+  static const Value kTrue{true}, kFalse{false}, kOne{std::int64_t{1}}, kGdn{"gdn"};
+  const auto size = [&](const char* f) { return int_at(c, std::string("model.") + f).value_or(1); };
+  const Value* model = c.find("model");
+  const bool qwen_vl = model != nullptr && model->is_map() &&
+                       model->target().find(".qwen_vl.") != std::string_view::npos;
+  if (field == "calculate_per_token_loss" && qwen_vl && size("context_parallel_size") > 1)
+    return &kTrue;
+  if (field == "sequence_parallel") {
+    if (size("tensor_model_parallel_size") <= 1)
+      return &kFalse;
+    if (ends_with_target(c, "model", "Qwen3VLMoEModelProvider"))
+      return &kTrue;
+  }
+  if (field == "pipeline_dtype" && (v == nullptr || v->is_null()) &&
+      size("pipeline_model_parallel_size") > 1)
+    return seen(c, "model.params_dtype");
+  if (field == "expert_tensor_parallel_size" && (v == nullptr || v->is_null()) &&
+      size("expert_model_parallel_size") > 1)
+    return &kOne;
+  if (field == "experimental_attention_variant" && v != nullptr && v->is_str() &&
+      v->as_str() == "gated_delta_net")
+    return &kGdn;
+  return v;
+}
+
 const Value* seen(const Config& c, std::string_view path) {
   const Value* own = c.find(path);
   const std::size_t dot = path.find('.');
@@ -229,24 +282,16 @@ const Value* seen(const Config& c, std::string_view path) {
     return own;
   const std::string section(path.substr(0, dot));
   const std::string field(path.substr(dot + 1));
-  const Value* precision = mixed_precision_section(c);
-  if (section == "mixed_precision")
+  if (section == "mixed_precision") {
+    const Value* precision = mixed_precision_section(c);
+    if (precision != nullptr && (field == "fp8_param" || field == "fp4_param"))
+      return precision->as_map().find(field + "_gather");
     return precision != nullptr ? precision->as_map().find(field) : own;
+  }
   if (own == nullptr)
     return own;
-  if (const Value* overlap = comm_overlap_value(c, section, field))
-    return overlap;
-  if ((section == "model" || section == "optimizer" || section == "ddp") && precision != nullptr &&
-      field != "_target_") {
-    const Value* mp = precision->as_map().find(field);
-    if (mp == nullptr)
-      return own;
-    if ((field == "fp8_param" || field == "fp4_param") && mp->is_null())
-      if (const Value* gather = precision->as_map().find(field + "_gather"))
-        return gather;
-    return mp;
-  }
-  return own;
+  const Value* v = setup_value(c, section, field, own);
+  return section == "model" ? finalized_value(c, field, v) : v;
 }
 
 // Python truthiness of a value (None, False, 0, "" and empty lists are false).
@@ -307,19 +352,11 @@ std::string shown(const Config& c, std::string_view path) {
   return std::string(path) + "=" + (v == nullptr ? std::string("null") : brief(*v));
 }
 
-bool ends_with_class(const Config& c, std::string_view section, std::string_view cls) {
-  const Value* v = c.find(section);
-  if (v == nullptr || !v->is_map())
-    return false;
-  const std::string_view t = v->target();
-  return t.size() > cls.size() && t.ends_with(cls) && t[t.size() - cls.size() - 1] == '.';
-}
-
 // Megatron-Bridge's finite SFT datasets (the CP/SP padding and CP loss rules apply to them).
 bool sft_dataset(const Config& c) {
   for (const char* cls : {"GPTSFTDatasetConfig", "DirectHFSFTDatasetConfig", "EnergonDatasetConfig",
                           "MockVLMSFTDatasetConfig"})
-    if (ends_with_class(c, "dataset", cls))
+    if (ends_with_target(c, "dataset", cls))
       return true;
   return false;
 }
@@ -422,7 +459,7 @@ Outcome num_epochs_dataset(const Ctx& x) {
   if (!set(x.config, "train.num_epochs"))
     return not_applicable();
   Problems p{"Megatron-Bridge training/config.py ConfigContainer.validate"};
-  if (!ends_with_class(x.config, "dataset", "GPTSFTDatasetConfig"))
+  if (!ends_with_target(x.config, "dataset", "GPTSFTDatasetConfig"))
     p.add(shown(x.config, "train.num_epochs") +
           " needs a finite GPTSFTDatasetConfig dataset, but dataset is " +
           std::string(x.config.find("dataset") != nullptr ? x.config.find("dataset")->target()
@@ -436,7 +473,7 @@ Outcome num_epochs_dataset(const Ctx& x) {
 
 Outcome mock_vlm_dataset(const Ctx& x) {
   const Config& c = x.config;
-  if (!ends_with_class(c, "dataset", "MockVLMSFTDatasetConfig"))
+  if (!ends_with_target(c, "dataset", "MockVLMSFTDatasetConfig"))
     return not_applicable();
   Problems p{"Megatron-Bridge data/builders/mock_vlm_sft.py MockVLMSFTDatasetConfig.validate"};
   for (const char* f :
@@ -459,6 +496,31 @@ Outcome mock_vlm_dataset(const Ctx& x) {
   return p.out;
 }
 
+// What CommOverlapConfig.setup() (applied with the distributed optimizer) writes over
+// ddp.bucket_size: the comm_overlap section's bucket_size, else 128 MiB with DP > 1, else None.
+// Nullopt when it does not run or DP is unknown (ddp.bucket_size stands); "" when it writes None;
+// else what it writes, said for a message.
+std::optional<std::string> overlap_bucket_size(const Ctx& x) {
+  const Config& c = x.config;
+  if (!section_present(c, "comm_overlap") || !on(c, "ddp.use_distributed_optimizer"))
+    return std::nullopt;
+  if (set(c, "comm_overlap.bucket_size"))
+    return "Megatron-Bridge's CommOverlapConfig.setup copies " +
+           shown(c, "comm_overlap.bucket_size") + " onto ddp.bucket_size";
+  const Layout& l = x.layout;
+  const std::int64_t model = l.tp * l.pp * l.cp;
+  if (!x.options.world_size || model <= 0 || *x.options.world_size % model != 0)
+    return std::nullopt;
+  const std::int64_t dp = *x.options.world_size / model;
+  if (dp <= 1)
+    return std::string();
+  return "Megatron-Bridge's CommOverlapConfig.setup sets ddp.bucket_size=134217728 (128 MiB) "
+         "with DP " +
+         std::to_string(dp) +
+         " > 1 (training/comm_overlap.py _get_optimizer_overlap_cfgs): set "
+         "comm_overlap.bucket_size instead of ddp.num_buckets, or drop the comm_overlap section";
+}
+
 // --- DistributedDataParallelConfig.finalize (Megatron-Core __post_init__) ---------------------
 
 Outcome ddp_finalize(const Ctx& x) {
@@ -479,7 +541,10 @@ Outcome ddp_finalize(const Ctx& x) {
           "is on (from mixed_precision when it is set): the main grads are fp32 already; clear the "
           "patterns");
   if (set(c, "ddp.num_buckets")) {
-    if (set(c, "ddp.bucket_size"))
+    const std::optional<std::string> overlap = overlap_bucket_size(x);
+    if (overlap && !overlap->empty())
+      p.add(shown(c, "ddp.num_buckets") + " cannot be set with a bucket size, and " + *overlap);
+    else if (!overlap && set(c, "ddp.bucket_size"))
       p.add(shown(c, "ddp.num_buckets") + " and " + shown(c, "ddp.bucket_size") +
             " cannot both be set");
     if (integer(c, "ddp.num_buckets").value_or(1) <= 0)
@@ -584,6 +649,10 @@ Outcome precision_flags(const Ctx& x) {
       p.add("model.fp8_output_proj=true needs model.fp8_recipe=mxfp8, but " +
             shown(c, "model.fp8_recipe"));
   }
+  if (fp8 && text(c, "model.fp8_recipe") == "custom" && !on(c, "model.fp8_quantizer_factory"))
+    p.add("model.fp8_recipe=custom needs model.fp8_quantizer_factory (a Python import path)");
+  if (fp4 && text(c, "model.fp4_recipe") == "custom" && !on(c, "model.fp4_quantizer_factory"))
+    p.add("model.fp4_recipe=custom needs model.fp4_quantizer_factory (a Python import path)");
   if (on(c, "model.fp4_param") && !fp4)
     p.add("model.fp4_param is on (mixed_precision.fp4_param or fp4_param_gather) without fp4");
   if (fp4 && fp8)
@@ -631,6 +700,9 @@ Outcome moe_settings(const Ctx& x) {
       p.add("model.moe_enable_deepep=true conflicts with model.moe_flex_dispatcher_backend="
             "hybridep: the flex dispatcher takes one backend");
   }
+  if (dispatcher == "allgather" && true_at(c, "model.variable_seq_lengths"))
+    p.add("model.moe_token_dispatcher_type=allgather does not support "
+          "model.variable_seq_lengths=true: use the alltoall dispatcher");
   const bool deepep = on(c, "model.moe_enable_deepep") || backend == "deepep";
   if (dispatcher == "flex" && deepep && on(c, "model.moe_pad_expert_input_to_capacity"))
     p.add("the flex dispatcher's deepep backend does not support "
@@ -779,8 +851,11 @@ Outcome recompute_settings(const Ctx& x) {
   else if (granularity == "selective" && set(c, "model.recompute_num_layers"))
     p.add("model.recompute_granularity=selective needs model.recompute_num_layers=null, but " +
           shown(c, "model.recompute_num_layers"));
-  if (on(c, "model.distribute_saved_activations") && x.layout.sp)
-    p.add("model.distribute_saved_activations=true does not work with sequence parallelism");
+  if (on(c, "model.distribute_saved_activations") && on(c, "model.sequence_parallel"))
+    p.add("model.distribute_saved_activations=true does not work with sequence parallelism" +
+          std::string(x.layout.sp ? ""
+                                  : " (model.sequence_parallel=false, but Megatron-Bridge's "
+                                    "Qwen3VLMoEModelProvider turns it on with TP > 1)"));
   return p.out;
 }
 
@@ -948,6 +1023,16 @@ Outcome activation_settings(const Ctx& x) {
       p.add("model.activation_func_clamp_value for SwiGLU needs "
             "model.use_te_activation_func=false");
   }
+  return p.out;
+}
+
+Outcome fused_qkv_rope(const Ctx& x) {
+  if (!on(x.config, "model.fused_single_qkv_rope"))
+    return not_applicable();
+  Problems p{kTransformer};
+  if (on(x.config, "model.attention_output_gate"))
+    p.add("model.fused_single_qkv_rope=true does not support gated attention "
+          "(model.attention_output_gate=true)");
   return p.out;
 }
 
@@ -1126,6 +1211,17 @@ Outcome checkpoint_finalize(const Ctx& x) {
       p.add("checkpoint.also_save_hf_checkpoint=true does not work with "
             "checkpoint.non_persistent_ckpt_type=local");
   }
+  // Megatron-LM's CheckpointConfig.__post_init__, run while from_yaml builds the config.
+  if (const std::string strategy = text(c, "checkpoint.async_strategy");
+      !strategy.empty() && strategy != "nvrx" && strategy != "mcore")
+    p.add(shown(c, "checkpoint.async_strategy") +
+          " is not nvrx or mcore (Megatron-LM "
+          "training/config CheckpointConfig.__post_init__)");
+  if (on(c, "checkpoint.verify_integrity") && text(c, "checkpoint.ckpt_format") != "torch_dist")
+    p.add("checkpoint.verify_integrity=true works only with checkpoint.ckpt_format=torch_dist, "
+          "but " +
+          shown(c, "checkpoint.ckpt_format") +
+          " (Megatron-LM training/config CheckpointConfig.__post_init__)");
   if (set(c, "checkpoint.ckpt_step") && !set(c, "checkpoint.load"))
     p.add(shown(c, "checkpoint.ckpt_step") + " needs checkpoint.load (the base checkpoint "
                                              "directory)");
@@ -1392,9 +1488,19 @@ Outcome training_scheduler(const Ctx& x) {
 Outcome scheduler_steps(const Ctx& x) {
   const Config& c = x.config;
   const auto iters = integer(c, "train.train_iters");
-  if (!iters || set(c, "train.train_samples") || !section_present(c, "scheduler"))
+  const auto samples = integer(c, "train.train_samples");
+  if ((!iters && !samples) || !section_present(c, "scheduler"))
     return not_applicable();
   Problems p{"Megatron-Bridge training/config.py ConfigContainer._calculate_scheduler_steps"};
+  if (samples) {
+    // Sample-based: TrainingConfig.finalize() derives train_iters, then the decay steps are the
+    // decay samples (train_samples when unset).
+    const std::int64_t decay = integer(c, "scheduler.lr_decay_samples").value_or(*samples);
+    if (decay <= 0)
+      p.add("the learning-rate decay steps of sample-based training (" + std::to_string(decay) +
+            ", from scheduler.lr_decay_samples or train.train_samples) must be positive");
+    return p.out;
+  }
   const auto max_steps = integer(c, "scheduler.max_steps");
   if (max_steps && *max_steps < *iters)
     p.add(shown(c, "scheduler.max_steps") + " is below " + shown(c, "train.train_iters"));
@@ -1417,6 +1523,13 @@ Outcome context_parallel_sft(const Ctx& x) {
   if (!on(c, "model.calculate_per_token_loss"))
     p.add("context parallelism (model.context_parallel_size=" + std::to_string(x.layout.cp) +
           ") on an SFT dataset needs model.calculate_per_token_loss=true");
+  else if (!true_at(c, "model.calculate_per_token_loss"))
+    p.out.rewrites.push_back(
+        "model.calculate_per_token_loss=false with model.context_parallel_size=" +
+        std::to_string(x.layout.cp) + ": Megatron-Bridge's " +
+        std::string(c.find("model")->target().substr(c.find("model")->target().rfind('.') + 1)) +
+        " turns per-token loss on with CP > 1 (Megatron-Bridge models/qwen_vl provider finalize); "
+        "set model.calculate_per_token_loss=true to say so");
   if (on(c, "ddp.average_in_collective"))
     p.add("context parallelism (model.context_parallel_size=" + std::to_string(x.layout.cp) +
           ") on an SFT dataset needs ddp.average_in_collective=false");
@@ -1482,7 +1595,7 @@ Outcome seq_length_match(const Ctx& x) {
   const auto data = integer(x.config, "dataset.seq_length");
   // Only Megatron-Bridge's own dataset configs; a DatasetProvider may have no sequence length.
   if (!model || !data ||
-      !(sft_dataset(x.config) || ends_with_class(x.config, "dataset", "GPTDatasetConfig")))
+      !(sft_dataset(x.config) || ends_with_target(x.config, "dataset", "GPTDatasetConfig")))
     return not_applicable();
   Problems p{"Megatron-Bridge training/config.py ConfigContainer.validate"};
   if (*model != *data)
@@ -1566,6 +1679,8 @@ const std::vector<CheckEntry>& finalize_checks() {
         "activation; fused residual RMSNorm needs RMSNorm",
         kTransformer},
        activation_settings},
+      {{"fused-qkv-rope", "the fused single-QKV RoPE comes without gated attention", kTransformer},
+       fused_qkv_rope},
       {{"moe-a2a-overlap",
         "EP all-to-all overlap, delayed wgrad and early attention release come with what they "
         "need",

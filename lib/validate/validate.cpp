@@ -281,41 +281,78 @@ Outcome gdn_heads_divisible(const Ctx& x) {
   return o;
 }
 
+// Megatron-Bridge's finalize() (models/transformer_config.py) turns sequence parallelism off with
+// TP 1 before Megatron-Core's ModelParallelConfig could refuse it; the Qwen3-VL MoE provider's
+// finalize() turns it on with TP > 1. Both are said, not refused.
 Outcome sp_needs_tp(const Ctx& x) {
-  if (!x.layout.sp)
+  const bool qwen3_moe = ends_with_target(x.config, "model", "Qwen3VLMoEModelProvider");
+  if (!x.layout.sp && !(qwen3_moe && x.layout.tp > 1))
     return not_applicable();
   Outcome o;
-  if (x.layout.tp <= 1)
-    o.problems.push_back("model.sequence_parallel=true needs tensor parallelism, but " +
+  if (x.layout.sp && x.layout.tp <= 1)
+    o.rewrites.push_back("model.sequence_parallel=true with " +
                          named("model.tensor_model_parallel_size", x.layout.tp) +
-                         " (Megatron-Core ModelParallelConfig): set model.sequence_parallel=false");
+                         ": Megatron-Bridge turns sequence parallelism off before Megatron-Core "
+                         "checks it (Megatron-Bridge models/transformer_config.py finalize); set "
+                         "model.sequence_parallel=false to say so");
+  if (!x.layout.sp && qwen3_moe && x.layout.tp > 1)
+    o.rewrites.push_back("model.sequence_parallel=false with " +
+                         named("model.tensor_model_parallel_size", x.layout.tp) +
+                         ": Megatron-Bridge's Qwen3VLMoEModelProvider turns sequence parallelism "
+                         "on with TP > 1, and the model-level checks see it on (Megatron-Bridge "
+                         "models/qwen_vl/qwen3_vl_provider.py Qwen3VLMoEModelProvider.finalize)");
   return o;
+}
+
+// Megatron-Bridge's SFT dataset classes, whose sequences validate() pads to the CP/SP multiple.
+bool padded_dataset(const Config& c) {
+  for (const char* cls :
+       {"DirectHFSFTDatasetConfig", "EnergonDatasetConfig", "MockVLMSFTDatasetConfig"})
+    if (ends_with_target(c, "dataset", cls))
+      return true;
+  return false;
 }
 
 Outcome seq_length_fits(const Ctx& x) {
   const Layout& l = x.layout;
-  // Megatron-Bridge pads sequences to lcm(2 x CP, TP x CP with SP): CP splits each sequence
-  // into 2 x CP load-balanced chunks, SP then splits a rank's share over TP.
+  // validate() pads sequences to the lcm, over the training CP and dist.eval_context_parallel_size,
+  // of 2 x CP (CP > 1: load-balanced chunks) and TP x CP with SP (SP splits a rank's share over
+  // TP), using the SP setting as given (before the model's finalize() rewrites it).
+  std::vector<std::int64_t> cp_sizes{l.cp};
+  const auto eval_cp = int_at(x.config, "dist.eval_context_parallel_size");
+  if (eval_cp && *eval_cp != l.cp)
+    cp_sizes.push_back(*eval_cp);
   std::int64_t multiple = 1;
   std::string why;
-  if (l.cp > 1) {
-    multiple = 2 * l.cp;
-    why = "2 x " + named("model.context_parallel_size", l.cp);
+  for (std::size_t i = 0; i < cp_sizes.size(); ++i) {
+    const std::int64_t cp = cp_sizes[i];
+    const std::string cp_name = i == 0 ? named("model.context_parallel_size", cp)
+                                       : named("dist.eval_context_parallel_size", cp);
+    if (cp > 1 && multiple % (2 * cp) != 0) {
+      multiple = std::lcm(multiple, 2 * cp);
+      why += std::string(why.empty() ? "" : " and ") + "2 x " + cp_name;
+    }
+    if (l.sp && l.tp > 1 && multiple % (l.tp * cp) != 0) {
+      multiple = std::lcm(multiple, l.tp * cp);
+      why += std::string(why.empty() ? "" : " and ") + "TP x CP with model.sequence_parallel (" +
+             std::to_string(l.tp) + " x " + std::to_string(cp) + ")";
+    }
   }
-  if (l.sp && l.tp > 1) {
-    multiple = std::lcm(multiple, l.tp * l.cp);
-    why += std::string(why.empty() ? "" : " and ") + "TP x CP with model.sequence_parallel (" +
-           std::to_string(l.tp) + " x " + std::to_string(l.cp) + ")";
-  }
-  if (multiple == 1)
+  if (multiple == 1 && l.cp <= 1)
     return not_applicable();
   Outcome o;
-  for (const char* path : {"model.seq_length", "dataset.seq_length"}) {
-    const auto len = int_at(x.config, path);
-    if (len && *len % multiple != 0)
-      o.problems.push_back(named(path, *len) + " is not a multiple of " + std::to_string(multiple) +
-                           " (" + why + "; Megatron-Bridge ConfigContainer.validate)");
-  }
+  // validate() asserts model.seq_length divisible by 2 x CP, and pads a Bridge SFT dataset's
+  // dataset.seq_length to the whole multiple.
+  if (const auto len = int_at(x.config, "model.seq_length");
+      len && l.cp > 1 && *len % (2 * l.cp) != 0)
+    o.problems.push_back(named("model.seq_length", *len) + " is not a multiple of 2 x " +
+                         named("model.context_parallel_size", l.cp) +
+                         " (Megatron-Bridge ConfigContainer.validate)");
+  if (const auto len = int_at(x.config, "dataset.seq_length");
+      len && padded_dataset(x.config) && multiple > 1 && *len % multiple != 0)
+    o.problems.push_back(named("dataset.seq_length", *len) + " is not a multiple of " +
+                         std::to_string(multiple) + " (" + why +
+                         "; Megatron-Bridge ConfigContainer.validate)");
   return o;
 }
 
@@ -704,7 +741,19 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
       continue;
     }
     ++report.checks;
+    for (const std::string& r : o.rewrites)
+      report.findings.push_back({Finding::Level::Warning, e.info.name, r});
     add_problems(e.info.name, o.problems, e.warn_only, Waiver::Kind::Check);
+  }
+  for (const Advisory& a : options.advisories) {
+    std::string fields;
+    for (const std::string& path : a.when)
+      if (const Value* v = config.find(path); v != nullptr && v->is_bool() && v->as_bool())
+        fields += (fields.empty() ? "" : " and ") + path + "=true";
+    if (!fields.empty())
+      report.findings.push_back(
+          {Finding::Level::Warning, a.id,
+           fields + ": " + a.upstream + " " + a.summary + "; to follow it: " + a.fix});
   }
   if (options.strict)
     for (Finding& f : report.findings)
@@ -713,6 +762,81 @@ ValidationReport validate_config(const Config& config, const ValidateOptions& op
         f.message = "(--strict) " + f.message;
       }
   return report;
+}
+
+std::vector<Advisory> parse_advisories(const YamlDoc& doc) {
+  const auto fail = [&](const YamlNode& n, const std::string& what) {
+    return Error(doc.where(n) + ": " + what);
+  };
+  const auto text_of = [&](const YamlNode& entry, const char* key) {
+    for (const auto& [k, v] : entry.entries)
+      if (k->text == key) {
+        if (v->kind != YamlNode::Kind::Scalar || v->text.empty())
+          throw fail(*v, std::string("an advisory's '") + key + "' is a non-empty string");
+        return v->text;
+      }
+    throw fail(entry, std::string("an advisory needs '") + key + "'");
+  };
+  const YamlNode* list = nullptr;
+  if (doc.root != nullptr && doc.root->kind == YamlNode::Kind::Mapping)
+    for (const auto& [k, v] : doc.root->entries)
+      if (k->text == "advisories")
+        list = v;
+  if (list == nullptr || list->kind != YamlNode::Kind::Sequence)
+    throw Error(doc.source + ": expected 'advisories:' with a list of advisories");
+  std::vector<Advisory> out;
+  for (const YamlNode* entry : list->items) {
+    if (entry->kind != YamlNode::Kind::Mapping)
+      throw fail(*entry, "an advisory is a mapping with id, upstream, summary, when and fix");
+    Advisory a{text_of(*entry, "id"),
+               text_of(*entry, "upstream"),
+               text_of(*entry, "summary"),
+               text_of(*entry, "fix"),
+               {}};
+    for (const auto& [k, v] : entry->entries) {
+      if (k->text != "when")
+        continue;
+      if (v->kind != YamlNode::Kind::Sequence || v->items.empty())
+        throw fail(*v, "an advisory's 'when' is a list of fields");
+      for (const YamlNode* f : v->items) {
+        if (f->kind != YamlNode::Kind::Scalar || f->text.find('.') == std::string::npos)
+          throw fail(*f, "an advisory's 'when' lists fields such as optimizer.name");
+        a.when.push_back(f->text);
+      }
+    }
+    if (a.when.empty())
+      throw fail(*entry, "an advisory needs 'when'");
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::string advisories_text(const std::vector<Advisory>& advisories) {
+  std::string out;
+  for (const Advisory& a : advisories) {
+    std::string when;
+    for (const std::string& f : a.when)
+      when += (when.empty() ? "" : " or ") + f + "=true";
+    out += a.id + ": " + a.upstream + "\n  " + a.summary + "\n  warns when: " + when +
+           "\n  to follow it: " + a.fix + "\n";
+  }
+  return out;
+}
+
+std::string advisories_json(const std::vector<Advisory>& advisories) {
+  std::string out = "{\"advisories\": [";
+  bool first = true;
+  for (const Advisory& a : advisories) {
+    std::string when;
+    for (const std::string& f : a.when)
+      when += (when.empty() ? "" : ", ") + json_string(f);
+    out += std::string(first ? "\n" : ",\n") + "  {\"id\": " + json_string(a.id) +
+           ", \"upstream\": " + json_string(a.upstream) +
+           ", \"summary\": " + json_string(a.summary) + ", \"when\": [" + when +
+           "], \"fix\": " + json_string(a.fix) + "}";
+    first = false;
+  }
+  return out + (first ? "]}\n" : "\n]}\n");
 }
 
 std::string check_source(std::string_view check) {
@@ -752,7 +876,8 @@ const char* level_name(Finding::Level level) {
 } // namespace
 
 std::string report_text(const ValidationReport& report, const std::string& label) {
-  std::string out = label + ": " + report.layout + "\n";
+  std::string out = label + ": " + report.layout +
+                    (report.world_source.empty() ? "" : " (" + report.world_source + ")") + "\n";
   for (const Finding& f : report.findings)
     out += format_finding(f) + "\n";
   out += label + ": " + plural(report.count(Finding::Level::Error), "error") + ", " +
@@ -770,6 +895,8 @@ std::string report_json(const ValidationReport& report, const std::string& label
   std::string out =
       "{\"config\": " + json_string(label) + ", \"layout\": " + json_string(report.layout) +
       ", \"world_size\": " + (report.world_size ? std::to_string(*report.world_size) : "null") +
+      ", \"world_size_from\": " +
+      (report.world_source.empty() ? std::string("null") : json_string(report.world_source)) +
       ", \"strict\": " + (report.strict ? "true" : "false") + ",\n \"findings\": [";
   bool first = true;
   for (const Finding& f : report.findings) {

@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "passes/pipeline.h"
+#include "yaml/yaml_read.h"
 
 #include <cstdint>
 #include <map>
@@ -51,6 +52,20 @@ struct Finding {
   std::string message;
 };
 
+// An upstream advisory (recipes/advisories.yaml): a change Megatron-Bridge made to its recipes
+// after the pin, for a correctness reason, that a released package carries. It applies to a config
+// in which any field of `when` is true.
+struct Advisory {
+  std::string id, upstream, summary, fix;
+  std::vector<std::string> when;
+};
+
+// Throws qr::Error naming the file and entry for anything that is not a list of advisories.
+std::vector<Advisory> parse_advisories(const YamlDoc& doc);
+// `list advisories`: one block per advisory, or {"advisories": [...]}.
+std::string advisories_text(const std::vector<Advisory>& advisories);
+std::string advisories_json(const std::vector<Advisory>& advisories);
+
 struct ValidateOptions {
   std::optional<std::int64_t> world_size; // absent: the checks that need it are skipped
   std::optional<PackageEnv> env;          // absent: the package checks are skipped
@@ -60,7 +75,8 @@ struct ValidateOptions {
   // Also run every invariant (lib/passes/invariants), as a build checks them after its last
   // step. Off for a build's own validation: its pipeline has just checked them.
   bool invariants = true;
-  bool strict = false; // warnings are errors
+  bool strict = false;              // warnings are errors
+  std::vector<Advisory> advisories; // each that applies is a warning
 };
 
 struct ValidationReport {
@@ -68,6 +84,7 @@ struct ValidationReport {
   int checks = 0;     // checks that applied to this config
   std::string layout; // "world 64 = TP 1 x PP 1 x CP 1 x DP 64; ...", or what is known of it
   std::optional<std::int64_t> world_size;
+  std::string world_source; // where world_size came from when not given ("" when given)
   bool strict = false;
 
   [[nodiscard]] std::size_t count(Finding::Level level) const;

@@ -71,11 +71,16 @@ TEST_CASE("validate: EP x ETP fits the expert-data-parallel group") {
                              "model.pipeline_model_parallel_size=1 = 8 does not divide world size "
                              "12"));
   CHECK(findings(b200(), "expert-parallel-fits", 16).empty());
-  // ETP unset means TP.
-  CHECK_THAT(only(findings(b200({"model.expert_tensor_parallel_size=null",
-                                 "model.tensor_model_parallel_size=2"}),
-                           "expert-parallel-fits", 8)),
-             Catch::Contains("model.expert_tensor_parallel_size=null (so TP, 2)"));
+  // ETP unset means 1 with EP > 1 (Megatron-Bridge's default), else TP.
+  CHECK(findings(
+            b200({"model.expert_tensor_parallel_size=null", "model.tensor_model_parallel_size=2"}),
+            "expert-parallel-fits", 8)
+            .empty());
+  CHECK_THAT(only(findings(
+                 b200({"model.expert_tensor_parallel_size=null",
+                       "model.expert_model_parallel_size=1", "model.tensor_model_parallel_size=4"}),
+                 "expert-parallel-fits", 6)),
+             Catch::Contains("model.expert_tensor_parallel_size=null (so TP, 4)"));
 }
 
 TEST_CASE("validate: experts divisible by EP") {
@@ -205,10 +210,12 @@ TEST_CASE("validate: GDN key and value heads divisible by TP x CP") {
             .empty());
 }
 
-TEST_CASE("validate: sequence parallel needs TP > 1") {
+TEST_CASE("validate: sequence parallel with TP 1 is turned off, and said") {
   CHECK_THAT(only(findings(b200({"model.sequence_parallel=true"}), "sequence-parallel-needs-tp")),
-             Catch::Contains("model.sequence_parallel=true needs tensor parallelism, but "
-                             "model.tensor_model_parallel_size=1"));
+             Catch::StartsWith("warning: check 'sequence-parallel-needs-tp': "
+                               "model.sequence_parallel=true with "
+                               "model.tensor_model_parallel_size=1: Megatron-Bridge turns "
+                               "sequence parallelism off"));
   CHECK(findings(b200({"model.sequence_parallel=true", "model.tensor_model_parallel_size=2"}),
                  "sequence-parallel-needs-tp")
             .empty());
@@ -220,13 +227,14 @@ TEST_CASE("validate: sequence lengths fit CP and SP") {
       b200({"model.context_parallel_size=2", "model.seq_length=4098", "dataset.seq_length=4098"}),
       "seq-length-cp-sp", 16);
   REQUIRE(f.size() == 2);
-  CHECK_THAT(f[0], Catch::Contains("model.seq_length=4098 is not a multiple of 4 (2 x "
+  CHECK_THAT(f[0], Catch::Contains("model.seq_length=4098 is not a multiple of 2 x "
                                    "model.context_parallel_size=2"));
-  CHECK_THAT(f[1], Catch::Contains("dataset.seq_length=4098"));
+  CHECK_THAT(f[1], Catch::Contains("dataset.seq_length=4098 is not a multiple of 4 (2 x "
+                                   "model.context_parallel_size=2"));
   CHECK_THAT(only(findings(b200({"model.tensor_model_parallel_size=4",
-                                 "model.sequence_parallel=true", "model.seq_length=4098"}),
+                                 "model.sequence_parallel=true", "dataset.seq_length=4098"}),
                            "seq-length-cp-sp")),
-             Catch::Contains("model.seq_length=4098 is not a multiple of 4 (TP x CP with "
+             Catch::Contains("dataset.seq_length=4098 is not a multiple of 4 (TP x CP with "
                              "model.sequence_parallel (4 x 1)"));
 }
 
@@ -483,7 +491,7 @@ TEST_CASE("validate --format json: the documented keys, in order") {
                   {Finding::Level::Skipped, "world-size-divisible", "no world size"}};
   CHECK(report_json(rep, "f.yaml") ==
         "{\"config\": \"f.yaml\", \"layout\": \"TP 1 x PP 1 x CP 1 (world size unknown)\", "
-        "\"world_size\": null, \"strict\": false,\n"
+        "\"world_size\": null, \"world_size_from\": null, \"strict\": false,\n"
         " \"findings\": [\n"
         "  {\"level\": \"error\", \"check\": \"pipeline-layers\", \"source\": \"Megatron-Core "
         "TransformerConfig, get_num_layers_to_build\", \"message\": \"a \\\"quoted\\\"\\nline\"},\n"
@@ -493,9 +501,11 @@ TEST_CASE("validate --format json: the documented keys, in order") {
         " \"errors\": 1, \"warnings\": 0, \"skipped\": 1, \"checks_ran\": 2, \"ok\": false}\n");
   ValidationReport clean;
   clean.world_size = 8;
+  clean.world_source = "world size 8 from the header (q@b200:bf16's GPU count)";
   clean.strict = true;
   CHECK(report_json(clean, "-") ==
-        "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"strict\": true,\n"
+        "{\"config\": \"-\", \"layout\": \"\", \"world_size\": 8, \"world_size_from\": "
+        "\"world size 8 from the header (q@b200:bf16's GPU count)\", \"strict\": true,\n"
         " \"findings\": [],\n"
         " \"errors\": 0, \"warnings\": 0, \"skipped\": 0, \"checks_ran\": 0, \"ok\": true}\n");
 }
@@ -544,9 +554,6 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
       {"optimizer-settings",
        {"optimizer.use_precision_aware_optimizer=true", "optimizer.optimizer=sgd"},
        "works only with adam"},
-      {"pipeline-dtype-with-pp",
-       {"model.pipeline_model_parallel_size=2", "mixed_precision.pipeline_dtype=null"},
-       "needs model.pipeline_dtype"},
       {"pipeline-comm-settings",
        {"comm_overlap=null", "model.defer_embedding_wgrad_compute=true"},
        "needs pipeline parallelism"},
@@ -699,7 +706,7 @@ TEST_CASE("validate: the checks ported from Megatron-Bridge's validate() each re
        "scheduler.max_steps=10 is below train.train_iters=50"},
       {"context-parallel-sft-loss",
        {"model.context_parallel_size=2"},
-       "needs model.calculate_per_token_loss=true"},
+       "needs ddp.average_in_collective=false"},
       {"cp-comm-type",
        {"model.context_parallel_size=2", "model.cp_comm_type=a2a+p2p"},
        "needs model.hierarchical_context_parallel_sizes"},
