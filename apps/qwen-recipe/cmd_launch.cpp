@@ -5,6 +5,7 @@
 #include "compile/operands.h"
 #include "launch/launch.h"
 #include "support/error.h"
+#include "support/input.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
 #include "yaml/yaml_write.h"
@@ -53,7 +54,7 @@ void finish_launch_options(LaunchCliOptions& o) {
                 "with --format slurm or json, not torchrun");
   for (const std::string& file : o.env_files) {
     require_one_line(file, "--env-file");
-    const auto vars = parse_env_file(read_text_file(file, YamlLimits{}.max_bytes), file);
+    const auto vars = parse_env_file(read_input_file(file), file);
     o.launch.site_env.insert(o.launch.site_env.end(), vars.begin(), vars.end());
   }
   for (const std::string& e : o.exports)
@@ -121,7 +122,10 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   hold_logs(); // as build: after an error, the one line is all there is
   auto compiler = make_compiler(g);
   const std::string& first = o.args.front();
-  const bool from_file = !is_recipe_spec(first) && std::filesystem::is_regular_file(first);
+  // A file, a pipe or a device is read (bounded, as every operand); a folder is no config.
+  std::error_code ec;
+  const bool from_file = !is_recipe_spec(first) && std::filesystem::exists(first, ec) &&
+                         !std::filesystem::is_directory(first, ec);
   if (from_file && (o.args.size() > 1 || !o.config.empty() || !o.recipe.shortcuts.empty() ||
                     !o.recipe.override_files.empty() || o.multirun))
     throw Error(first + " is launched as it is: give no overrides, shortcuts, --overrides, "

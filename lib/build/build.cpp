@@ -3,6 +3,7 @@
 #include "overrides/overrides_file.h"
 #include "passes/invariants.h"
 #include "support/error.h"
+#include "support/input.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
 #include "yaml/yaml_write.h"
@@ -74,7 +75,7 @@ struct Build {
   // config_file: the recipe comes from its header; the flags given win.
   void read_config_file() {
     const std::string& path = req.config_file;
-    as_written = read_text_file(path, YamlLimits{}.max_bytes);
+    as_written = read_input_file(path);
     header = as_written.substr(0, as_written.find('\n'));
     const std::string prefix = "# qwen-recipe ";
     const std::size_t build = header.find(" build ");

@@ -17,8 +17,9 @@ struct OutputFile {
 // or changed. A path that is a device or a pipe (/dev/stdout, or a link to one) is written in
 // place, after the renames; standard output last. A path that is a symbolic link to anything
 // else is replaced by the new file (the link's target is left as it was). Without `replace`, an
-// existing path is refused. SIGINT, SIGTERM and SIGHUP during the write remove the temporary
-// files, and undo the renames done so far, before the process dies. Throws qr::Error.
+// existing path is refused. A signal that ends the process during the write (SIGINT, SIGTERM,
+// SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ, SIGALRM, SIGUSR1 ...) removes the temporary files, and undoes
+// the renames done so far, before the process dies. Throws qr::Error.
 void write_outputs(const std::vector<OutputFile>& files, bool replace);
 // One file, replacing what is there: write_outputs({{path, text}}, true).
 void write_output(const std::string& path, const std::string& text);
