@@ -90,6 +90,7 @@ int run_launch_sweep(LaunchCliOptions o, const BuildRequest& req, const Compiler
                                                    : ".json";
   std::vector<OutputFile> files;
   std::vector<std::string> configs, launches;
+  std::size_t bytes = 0;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const std::string& name = plan.runs[i].name;
     const BuildResult r = in_run(
@@ -104,6 +105,7 @@ int run_launch_sweep(LaunchCliOptions o, const BuildRequest& req, const Compiler
         (o.launch.job_name.empty() ? default_job_name(r) : o.launch.job_name) + "-" + name;
     const LaunchPlan launch =
         in_run(plan, i, [&](const BuildRequest&) { return plan_launch(r, options); });
+    add_sweep_bytes(bytes, r.yaml, plan, i);
     files.push_back({config, r.yaml});
     files.push_back({sweep_path(o.out_dir, launches.back()), launch_text(o, launch, options)});
   }

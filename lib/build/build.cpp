@@ -369,8 +369,14 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
     b.check_invariants_stage();
   if (stages.has(Stage::StartupChecks))
     b.run_startup_checks();
-  if (stages.has(Stage::Emit))
+  if (stages.has(Stage::Emit)) {
     b.r.yaml = emit_config(b.r, request.header);
+    // Inputs are bounded, and so is what they make: no config larger than any we would read.
+    if (b.r.yaml.size() > kMaxInputBytes)
+      throw Error("the config comes to " + std::to_string(b.r.yaml.size() >> 20) +
+                  " MiB, more than the " + std::to_string(kMaxInputBytes >> 20) +
+                  " MiB a config may be; its inputs hold values too long for a config");
+  }
   return std::move(b.r);
 }
 
