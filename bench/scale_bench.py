@@ -29,6 +29,7 @@ def main():
     ap.add_argument("golden")
     ap.add_argument("--sizes", default="10000,40000,100000,400000")
     opts = ap.parse_args()
+    binary = os.path.abspath(opts.binary)
     text = pathlib.Path(opts.golden).read_text()
     print(f"{'what':<13} {'keys':>8} {'seconds':>9} {'peak MiB':>9}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -40,13 +41,13 @@ def main():
                 (work / f"{which}.yaml").write_text(text.replace("env_vars:\n",
                                                                  "env_vars:\n" + keys, 1))
             for fmt in ("human", "unified"):
-                secs, mib, _ = timed([opts.binary, "-q", "diff", "a.yaml", "b.yaml", "-o", fmt],
+                secs, mib, _ = timed([binary, "-q", "diff", "a.yaml", "b.yaml", "-o", fmt],
                                      work)
                 print(f"{'diff ' + fmt:<13} {n:>8} {secs:>9.2f} {mib:>9.0f}")
             (work / "o.yaml").write_text(
                 "".join(f"- +env_vars.K{i}={i % 10}\n" for i in range(n)))
             if (work / "o.yaml").stat().st_size <= 1 << 20:  # the --overrides file's cap
-                secs, mib, _ = timed([opts.binary, "-q", "build", "--base", "base.yaml",
+                secs, mib, _ = timed([binary, "-q", "build", "--base", "base.yaml",
                                       "--pipeline", "benchmark-common", "--overrides", "o.yaml"],
                                      work)
                 print(f"{'overrides':<13} {n:>8} {secs:>9.2f} {mib:>9.0f}")

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -15,7 +17,12 @@ constexpr std::size_t kIndexFrom = 16;
 } // namespace
 
 struct Map::KeyIndex {
-  std::unordered_map<std::string, std::size_t> positions;
+  // Looked up by string_view, without a copy of the key.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> positions;
 };
 
 Map::Map() = default;
@@ -46,7 +53,7 @@ void Map::reindex() {
 
 const Value* Map::find(std::string_view key) const {
   if (index_) {
-    const auto it = index_->positions.find(std::string(key));
+    const auto it = index_->positions.find(key);
     return it == index_->positions.end() ? nullptr : &entries_[it->second].second;
   }
   for (const auto& [k, v] : entries_)
@@ -89,7 +96,7 @@ void Map::merge(Map other) {
 bool Map::erase(std::string_view key) {
   std::size_t at = 0;
   if (index_) {
-    const auto it = index_->positions.find(std::string(key));
+    const auto it = index_->positions.find(key);
     if (it == index_->positions.end())
       return false;
     at = it->second;
