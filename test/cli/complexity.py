@@ -10,6 +10,7 @@ Work is the CPU time of the qwen-recipe process less that of the same command at
 start-up), the least of three runs. Linear work makes the 40k/10k ratio about 4, quadratic work
 about 16; the test fails above 8. No absolute time is asserted (bench/scale_bench.py measures).
 """
+import os
 import pathlib
 import resource
 import shutil
@@ -38,6 +39,7 @@ def with_env_vars(golden_text, n, value):
 
 def main():
     binary, golden, work, case = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3]), sys.argv[4]
+    binary = os.path.abspath(binary)
     work = work / ("complexity-" + case)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

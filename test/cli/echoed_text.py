@@ -29,7 +29,7 @@ def clean(text):
 
 
 def main():
-    binary, work = sys.argv[1], pathlib.Path(sys.argv[2]) / "echoed-text"
+    binary, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]) / "echoed-text"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     hostile = [FORGE, TERM, BREAKS, BIDI]
