@@ -230,10 +230,10 @@ def main():
         expect(one_error_line(rc, err) and "pipeline grows past 64 KiB" in err and secs < 10,
                f"amplify, recipe variable: exit {rc} after {secs:.1f} s, {len(err)} bytes: "
                f"{err[:200]!r}")
-        # A 1 MB --base whose 1,000 aliases name one 1 MB scalar.
-        (work / "alias.yaml").write_text(
-            "model:\n  _target_: megatron.bridge.models.Qwen3VLModelProvider\n"
-            "x: &a " + "y" * 1_000_000 + "\nz:\n" + "".join("  - *a\n" for _ in range(1000)))
+        # A 1 MB --base (a built config) whose 1,000 aliases name one 1 MB scalar.
+        (work / "alias.yaml").write_text(pathlib.Path(golden).read_text().replace(
+            "env_vars:\n", "env_vars:\n  QR_A: &a " + "y" * 1_000_000 + "\n" +
+            "".join(f"  QR_B{i}: *a\n" for i in range(1000)), 1))
         rc, err, secs = run_bounded(binary, ["build", "--base", "alias.yaml", "--pipeline",
                                              "benchmark-common", "-o", "out.yaml"], work)
         expect(one_error_line(rc, err) and "MiB of text through its aliases" in err and secs < 10
