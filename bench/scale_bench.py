@@ -6,7 +6,7 @@ usage: scale_bench.py QWEN_RECIPE GOLDEN_YAML [--sizes 10000,40000,100000,400000
 For each size N it times, as whole processes (wall seconds, peak MiB):
   diff       two configs whose env_vars hold N keys, every value changed (human, unified)
   overrides  build --base GOLDEN with an --overrides list of N '+env_vars.K=V' entries
-Not a test (test/cli/complexity.py asserts the growth); figures go in the README.
+Not a test: test/cli/complexity.py asserts the growth; this prints the figures, by hand.
 """
 import argparse
 import os
