@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "support/script_text.h"
+
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -26,8 +28,12 @@ HeldLogs& held() {
 class StderrSink : public spdlog::sinks::base_sink<std::mutex> {
 protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
+    // User text in a message is escaped and the line bounded here, whatever built the message.
+    const std::string text = message_line(std::string_view(msg.payload.data(), msg.payload.size()));
+    spdlog::details::log_msg one_line = msg;
+    one_line.payload = text;
     spdlog::memory_buf_t line;
-    formatter_->format(msg, line);
+    formatter_->format(one_line, line);
     // Errors are never held: each is one line of the failure report (validate lists them all).
     if (held().holding && msg.level < spdlog::level::err)
       held().text.append(line.data(), line.size());

@@ -70,9 +70,11 @@ int run_build_sweep(const BuildOptions& o, const BuildRequest& req, const Compil
   const SweepPlan plan = plan_sweep(swept, o.recipe.shortcuts);
   std::vector<OutputFile> files;
   std::vector<std::string> configs;
+  std::size_t bytes = 0;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const BuildResult r = in_run(
         plan, i, [&](const BuildRequest& rq) { return compiler.run(rq, through(Stage::Emit)); });
+    add_sweep_bytes(bytes, r.yaml, plan, i);
     configs.push_back(plan.runs[i].name + ".yaml");
     files.push_back({sweep_path(o.out_dir, configs.back()), r.yaml});
   }

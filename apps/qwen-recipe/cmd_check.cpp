@@ -3,6 +3,7 @@
 #include "check/check.h"
 #include "commands.h"
 #include "support/error.h"
+#include "support/script_text.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -30,7 +31,7 @@ int run_check(const CheckOptions& o, const GlobalOptions& g) {
   for (const GoldenResult& r : results)
     if (r.status == GoldenResult::Status::Error) {
       if (last_error != nullptr)
-        std::fprintf(stderr, "error: %s\n", last_error->error.c_str());
+        std::fprintf(stderr, "error: %s\n", message_line(last_error->error).c_str());
       last_error = &r;
     }
   if (last_error != nullptr)

@@ -123,6 +123,7 @@ std::string json(const std::vector<Difference>& diffs, const Operand& a, const O
 }
 
 int run_diff(const DiffOptions& o, const GlobalOptions& g) {
+  hold_logs(); // as build: after an error, the one line is all there is
   if (o.a == "-" && o.b == "-")
     throw Error("only one operand can be '-' (standard input)");
   auto compiler = make_compiler(g);

@@ -21,6 +21,7 @@ std::string shown(const std::optional<Value>& v) {
 }
 
 int run_explain(const ExplainOptions& o, const GlobalOptions& g) {
+  hold_logs(); // as build: after an error, the one line is all there is
   if (o.args.empty())
     throw Error("no recipe given; e.g. qwen-recipe explain qwen35_397b --gpu gb300 "
                 "model.cuda_graph_impl");

@@ -5,6 +5,7 @@
 #include "compile/operands.h"
 #include "launch/launch.h"
 #include "support/error.h"
+#include "support/input.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
 #include "yaml/yaml_write.h"
@@ -97,7 +98,7 @@ void finish_launch_options(LaunchCliOptions& o) {
                 "with --format slurm or json, not torchrun");
   for (const std::string& file : o.env_files) {
     require_one_line(file, "--env-file");
-    const auto vars = parse_env_file(read_text_file(file, YamlLimits{}.max_bytes), file);
+    const auto vars = parse_env_file(read_input_file(file), file);
     o.launch.site_env.insert(o.launch.site_env.end(), vars.begin(), vars.end());
   }
   for (const std::string& e : o.exports)
@@ -133,6 +134,7 @@ int run_launch_sweep(LaunchCliOptions o, const BuildRequest& req, const Compiler
                                                    : ".json";
   std::vector<OutputFile> files;
   std::vector<std::string> configs, launches;
+  std::size_t bytes = 0;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const std::string& name = plan.runs[i].name;
     const BuildResult r = in_run(
@@ -147,6 +149,7 @@ int run_launch_sweep(LaunchCliOptions o, const BuildRequest& req, const Compiler
         (o.launch.job_name.empty() ? default_job_name(r) : o.launch.job_name) + "-" + name;
     const LaunchPlan launch =
         in_run(plan, i, [&](const BuildRequest&) { return plan_launch(r, options); });
+    add_sweep_bytes(bytes, r.yaml, plan, i);
     files.push_back({config, r.yaml});
     files.push_back({sweep_path(o.out_dir, launches.back()), launch_text(o, launch, options)});
   }
@@ -165,7 +168,10 @@ int run_launch(LaunchCliOptions o, const GlobalOptions& g) {
   hold_logs(); // as build: after an error, the one line is all there is
   auto compiler = make_compiler(g);
   const std::string& first = o.args.front();
-  const bool from_file = !is_recipe_spec(first) && std::filesystem::is_regular_file(first);
+  // A file, a pipe or a device is read (bounded, as every operand); a folder is no config.
+  std::error_code ec;
+  const bool from_file = !is_recipe_spec(first) && std::filesystem::exists(first, ec) &&
+                         !std::filesystem::is_directory(first, ec);
   if (from_file && (o.args.size() > 1 || !o.config.empty() || !o.recipe.shortcuts.empty() ||
                     !o.recipe.override_files.empty() || o.multirun))
     throw Error(escaped_for_message(first) +

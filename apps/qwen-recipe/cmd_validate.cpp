@@ -19,6 +19,7 @@ struct ValidateCliOptions {
 };
 
 int run_validate(const ValidateCliOptions& o, const GlobalOptions& g) {
+  hold_logs(); // as build: after an error, the one line is all there is
   auto compiler = make_compiler(g);
   ValidationReport report;
   std::string world_from;

@@ -1,8 +1,10 @@
 // qwen-recipe: compile Megatron-Bridge performance recipes for Qwen-VL models into checked YAML.
-// One try/catch here turns every error into `error: <message>` on stderr and exit code 2.
+// One try/catch here turns every error into `error: <message>` on stderr and exit code 2; every
+// message is printed through qr::message_line (escaped, one line, bounded).
 #include "cli.h"
 #include "commands.h"
 #include "support/error.h"
+#include "support/script_text.h"
 #include "support/suggest.h"
 
 #include <CLI/CLI.hpp>
@@ -107,13 +109,13 @@ int main(int argc, char** argv) {
       std::string list;
       for (const std::string& n : names)
         list += (list.empty() ? "" : ", ") + n;
-      std::fprintf(
-          stderr,
-          "error: unknown command or option '%s'%s; commands: %s (see 'qwen-recipe --help')\n",
-          extras.front().c_str(), qr::did_you_mean(extras.front(), names).c_str(), list.c_str());
+      const std::string message = "unknown command or option '" + extras.front() + "'" +
+                                  qr::did_you_mean(extras.front(), names) + "; commands: " + list +
+                                  " (see 'qwen-recipe --help')";
+      std::fprintf(stderr, "error: %s\n", qr::message_line(message).c_str());
       return 2;
     }
-    std::fprintf(stderr, "error: %s\n", parse_error_text(app, e).c_str());
+    std::fprintf(stderr, "error: %s\n", qr::message_line(parse_error_text(app, e)).c_str());
     return 2;
   }
   if (quiet > 0)
@@ -125,11 +127,11 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const qr::Error& e) {
     qr::cli::release_logs(true);
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", qr::message_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
     qr::cli::release_logs(true);
-    std::fprintf(stderr, "error: internal error: %s\n", e.what());
+    std::fprintf(stderr, "error: internal error: %s\n", qr::message_line(e.what()).c_str());
     return 2;
   }
 }

@@ -3,6 +3,7 @@
 #include "overrides/overrides_file.h"
 #include "passes/invariants.h"
 #include "support/error.h"
+#include "support/input.h"
 #include "support/script_text.h"
 #include "yaml/yaml_read.h"
 #include "yaml/yaml_write.h"
@@ -75,7 +76,7 @@ struct Build {
   // config_file: the recipe comes from its header; the flags given win.
   void read_config_file() {
     const std::string& path = req.config_file;
-    as_written = read_text_file(path, YamlLimits{}.max_bytes);
+    as_written = read_input_file(path);
     header = as_written.substr(0, as_written.find('\n'));
     const std::string prefix = "# qwen-recipe ";
     const std::size_t build = header.find(" build ");
@@ -409,8 +410,14 @@ BuildResult Compiler::run(const BuildRequest& request, Stages stages, const RunH
     b.check_invariants_stage();
   if (stages.has(Stage::StartupChecks))
     b.run_startup_checks();
-  if (stages.has(Stage::Emit))
+  if (stages.has(Stage::Emit)) {
     b.r.yaml = emit_config(b.r, request.header);
+    // Inputs are bounded, and so is what they make: no config larger than any we would read.
+    if (b.r.yaml.size() > kMaxInputBytes)
+      throw Error("the config comes to " + std::to_string(b.r.yaml.size() >> 20) +
+                  " MiB, more than the " + std::to_string(kMaxInputBytes >> 20) +
+                  " MiB a config may be; its inputs hold values too long for a config");
+  }
   return std::move(b.r);
 }
 

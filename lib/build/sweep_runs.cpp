@@ -32,6 +32,14 @@ std::string run_label(const SweepPlan& plan, std::size_t i) {
          std::to_string(plan.runs.size()) + "): ";
 }
 
+void add_sweep_bytes(std::size_t& total, const std::string& text, const SweepPlan& plan,
+                     std::size_t i) {
+  total += text.size();
+  if (total > kMaxSweepBytes)
+    throw Error(run_label(plan, i) + "the sweep's files come to more than " +
+                std::to_string(kMaxSweepBytes >> 20) + " MiB; sweep fewer runs");
+}
+
 std::string sweep_path(const std::string& dir, const std::string& name) {
   require_one_line(dir, "--out-dir");
   return (std::filesystem::path(dir) / name).string();

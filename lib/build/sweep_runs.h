@@ -36,6 +36,13 @@ std::string sweep_path(const std::string& dir, const std::string& name);
 // is created first (its parent must exist) and removed again if the write fails.
 void write_sweep(const std::string& dir, const std::vector<OutputFile>& files, bool replace);
 
+// What a sweep's files may come to together: each config is bounded, and 4096 runs of a big one
+// must not fill memory and disk.
+inline constexpr std::size_t kMaxSweepBytes = std::size_t{1} << 30;
+// Adds a file of run `i` to `total`, refusing (qr::Error naming the run) past kMaxSweepBytes.
+void add_sweep_bytes(std::size_t& total, const std::string& text, const SweepPlan& plan,
+                     std::size_t i);
+
 // The prefix of a run's errors.
 std::string run_label(const SweepPlan& plan, std::size_t i);
 

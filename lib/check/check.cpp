@@ -2,6 +2,8 @@
 
 #include "diff/human.h"
 #include "support/error.h"
+#include "support/input.h"
+#include "support/script_text.h"
 #include "support/suggest.h"
 #include "support/utf8.h"
 #include "validate/validate.h"
@@ -10,9 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <sys/stat.h>
 #include <thread>
 
 namespace qr {
@@ -24,6 +25,9 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxManifestBytes = std::size_t{4} << 20;
 // Goldens are configs of tens of kilobytes.
 constexpr std::size_t kMaxGoldenBytes = std::size_t{64} << 20;
+// What the report shows of one mismatch: a golden may be any file, and a report is for reading.
+constexpr std::size_t kMaxMismatchLines = 200;
+constexpr std::size_t kMaxMismatchLineBytes = 400;
 
 const std::vector<std::string> kTopKeys = {"goldens"};
 // The launcher shortcuts (tp, pp, ...) are keys too, as on the command line (--tp ...).
@@ -96,8 +100,9 @@ GoldenEntry read_entry(const YamlDoc& doc, const YamlNode& n, const fs::path& di
   e.golden_path = resolve(dir, e.golden);
   const std::string spec = text("spec"), base = text("base");
   if (spec.empty() == base.empty())
-    throw Error(e.where + ": entry for " + e.golden + " needs 'spec' (MODEL@GPU[:PRECISION]) " +
-                (spec.empty() ? "or" : "or, not both,") + " 'base' (a YAML file, with 'pipeline')");
+    throw Error(e.where + ": entry for " + escaped_for_message(e.golden) +
+                " needs 'spec' (MODEL@GPU[:PRECISION]) " + (spec.empty() ? "or" : "or, not both,") +
+                " 'base' (a YAML file, with 'pipeline')");
   if (!spec.empty() && spec.find('@') == std::string::npos)
     throw Error(doc.where(*keys.at("spec")) + ": spec '" + spec +
                 "' names no GPU; write MODEL@GPU[:PRECISION], e.g. qwen35_397b@gb300:fp8mx");
@@ -105,7 +110,7 @@ GoldenEntry read_entry(const YamlDoc& doc, const YamlNode& n, const fs::path& di
   e.request.pipeline_text = text("pipeline");
   if (!base.empty()) {
     if (e.request.pipeline_text.empty())
-      throw Error(e.where + ": entry for " + e.golden +
+      throw Error(e.where + ": entry for " + escaped_for_message(e.golden) +
                   " has 'base' but no 'pipeline': a base file has no recipe pipeline of its own");
     e.request.base_file = resolve(dir, base);
   }
@@ -157,15 +162,20 @@ std::string read_golden(const std::string& path, bool& exists) {
   if (!exists)
     return {};
   if (!fs::is_regular_file(st))
-    throw Error(path + ": golden is not a regular file");
-  if (fs::file_size(path, ec) > kMaxGoldenBytes)
-    throw Error(path + ": golden is larger than 64 MiB");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot read the golden");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+    throw Error(escaped_for_message(path) + ": golden is not a regular file");
+  return read_input_file(path, kMaxGoldenBytes, "a golden");
+}
+
+// Which file a golden path is, whatever its spelling: two entries whose goldens are one file
+// (`a/g.yaml` and `b/g.yaml` with b -> a, or a hard link) would overwrite each other. An existing
+// file is its device and inode; a missing one its path with every link in it resolved.
+std::string golden_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0)
+    return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(path, ec);
+  return "path " + (ec ? fs::path(path).lexically_normal() : real).string();
 }
 
 Value untyped(const std::string& text, const std::string& label) {
@@ -226,11 +236,32 @@ const char* status_name(const GoldenResult& r, bool updated) {
   return "error";
 }
 
-// What a mismatch shows: the semantic diff in the diff command's layout, or the text diff.
+// What a mismatch shows: the semantic diff in the diff command's layout, or the text diff. A
+// golden can be any file (an absolute path is used as given), so what is shown of it is bounded
+// (kMaxMismatchLines lines of at most kMaxMismatchLineBytes) and escaped as messages are.
 std::string mismatch_text(const GoldenEntry& e, const GoldenResult& r) {
-  if (!r.differences.empty())
-    return human_diff(r.differences, e.golden, r.build);
-  return "no differences as values; the text differs (comments or layout):\n" + r.text_diff;
+  const std::string full =
+      !r.differences.empty()
+          ? human_diff(r.differences, e.golden, r.build)
+          : "no differences as values; the text differs (comments or layout):\n" + r.text_diff;
+  std::string out;
+  std::size_t lines = 0, start = 0;
+  for (; start < full.size() && lines < kMaxMismatchLines; ++lines) {
+    std::size_t end = full.find('\n', start);
+    end = end == std::string::npos ? full.size() : end;
+    std::string line = escaped_for_message(
+        std::string_view(full).substr(start, std::min(end - start, kMaxMismatchLineBytes)));
+    if (end - start > kMaxMismatchLineBytes)
+      line += " ... (" + std::to_string(end - start - kMaxMismatchLineBytes) + " more bytes)";
+    out += line + "\n";
+    start = end + 1;
+  }
+  if (start < full.size()) {
+    const auto more =
+        std::count(full.begin() + static_cast<std::ptrdiff_t>(start), full.end(), '\n');
+    out += "... (" + std::to_string(more) + " more lines; 'qwen-recipe diff' shows them all)\n";
+  }
+  return out;
 }
 
 std::string summary(const std::vector<GoldenResult>& results, bool updated) {
@@ -257,19 +288,19 @@ Manifest read_manifest(const std::string& path) {
   Manifest m;
   m.path = path;
   if (doc->root == nullptr || doc->root->kind != YamlNode::Kind::Mapping)
-    throw Error(path + ": a manifest is a mapping with a 'goldens' list");
+    throw Error(escaped_for_message(path) + ": a manifest is a mapping with a 'goldens' list");
   const auto top = keys_of(*doc, *doc->root, kTopKeys, "a manifest");
   const auto it = top.find("goldens");
   if (it == top.end() || it->second->kind != YamlNode::Kind::Sequence || it->second->items.empty())
     throw Error((it == top.end() ? path : doc->where(*it->second)) +
                 ": a manifest needs a non-empty 'goldens' list");
   const fs::path dir = fs::path(path).parent_path();
-  std::map<std::string, std::string> seen; // golden path -> where
+  std::map<std::string, std::string> seen; // golden_identity -> where
   for (const YamlNode* n : it->second->items) {
     GoldenEntry e = read_entry(*doc, *n, dir);
-    if (const auto [at, fresh] = seen.emplace(e.golden_path, e.where); !fresh)
-      throw Error(e.where + ": golden " + e.golden + " is already the golden of the entry at " +
-                  at->second);
+    if (const auto [at, fresh] = seen.emplace(golden_identity(e.golden_path), e.where); !fresh)
+      throw Error(e.where + ": golden " + escaped_for_message(e.golden) +
+                  " is already the golden of the entry at " + at->second);
     m.entries.push_back(std::move(e));
   }
   return m;
@@ -303,7 +334,7 @@ std::vector<GoldenResult> check_goldens(const Manifest& manifest, const DataSour
         results[i] = check_entry(e, *compilers.at(e.recipes_dirs));
       } catch (const std::exception& err) {
         results[i].status = GoldenResult::Status::Error;
-        results[i].error = e.where + ": " + e.golden + ": " + err.what();
+        results[i].error = e.where + ": " + escaped_for_message(e.golden) + ": " + err.what();
       }
     }
   };
@@ -325,11 +356,12 @@ std::string human_report(const Manifest& manifest, const std::vector<GoldenResul
   for (std::size_t i = 0; i < results.size(); ++i) {
     const GoldenEntry& e = manifest.entries[i];
     const GoldenResult& r = results[i];
-    out += e.golden + ": " + status_name(r, updated) + "\n";
+    out += escaped_for_message(e.golden) + ": " + status_name(r, updated) + "\n";
     if (r.status == GoldenResult::Status::Mismatch)
       out += "\n" + mismatch_text(e, r) + "\n";
   }
-  return out + "check " + manifest.path + ": " + summary(results, updated) + "\n";
+  return out + "check " + escaped_for_message(manifest.path) + ": " + summary(results, updated) +
+         "\n";
 }
 
 std::string json_report(const Manifest& manifest, const std::vector<GoldenResult>& results,

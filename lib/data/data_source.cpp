@@ -2,11 +2,10 @@
 
 #include "data/embedded_data.h"
 #include "support/error.h"
+#include "support/input.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace qr {
 namespace {
@@ -45,12 +44,7 @@ class DirectoryData : public DataSource {
 public:
   explicit DirectoryData(std::string dir) : dir_(std::move(dir)) {}
   std::string read(const std::string& path) const override {
-    std::ifstream in(dir_ + "/" + path, std::ios::binary);
-    if (!in)
-      throw Error(describe(path) + ": cannot read");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return read_input_file(dir_ + "/" + path);
   }
   std::shared_ptr<YamlDoc> parse(const std::string& path) const override {
     return read_yaml_file(dir_ + "/" + path);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <unordered_map>
 
 namespace qr {
 namespace {
@@ -128,7 +129,11 @@ std::string join_keys(const std::vector<std::string>& keys, const std::string& l
   return out;
 }
 
-// --- unified diff (Myers' O(ND) algorithm) ---------------------------------------------------
+// --- unified diff ----------------------------------------------------------------------------
+// Myers' O(ND) algorithm where it is cheap (a few thousand lines, a few thousand edits: every
+// real config diff), so that hunks are the minimal ones diff -u shows; beyond that, unique lines
+// common to both sides anchor the rest (patience diff, n log n) and what lies between anchors is
+// diffed the same way, so that two configs of 400k changed keys cost n log n, not n x d.
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -144,19 +149,31 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 enum class Op { Keep, Del, Ins };
 
-std::vector<Op> edit_script(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  const int n = static_cast<int>(a.size()), m = static_cast<int>(b.size());
-  const int max = n + m;
-  std::vector<int> v(2 * static_cast<std::size_t>(max) + 2, 0);
-  std::vector<std::vector<int>> trace;
+using Lines = std::vector<std::string>;
+
+// Where Myers runs: at most this many lines on both sides together, and this many edits (its
+// saved frontiers grow with the square of the edits).
+constexpr std::size_t kMyersLines = 20'000;
+constexpr int kMyersEdits = 1'000;
+// How often what lies between anchors is anchored again before it is replaced whole.
+constexpr int kAnchorDepth = 8;
+
+// Myers' shortest edit script of a[a0, a1) into b[b0, b1), appended to `out`; false (nothing
+// appended) when it needs more than kMyersEdits edits.
+bool myers(const Lines& a, int a0, int a1, const Lines& b, int b0, int b1, std::vector<Op>& out) {
+  const int n = a1 - a0, m = b1 - b0;
+  const int max = std::min(n + m, kMyersEdits);
+  std::vector<int> v(2 * static_cast<std::size_t>(max) + 3, 0);
   auto at = [&](int k) -> int& { return v[static_cast<std::size_t>(k + max + 1)]; };
+  std::vector<std::vector<int>> trace; // trace[d]: the frontier before step d, k in [-d, d]
   int found_d = -1;
   for (int d = 0; d <= max && found_d < 0; ++d) {
-    trace.push_back(v);
+    trace.emplace_back(v.begin() + (max + 1 - d), v.begin() + (max + 2 + d));
     for (int k = -d; k <= d; k += 2) {
       int x = (k == -d || (k != d && at(k - 1) < at(k + 1))) ? at(k + 1) : at(k - 1) + 1;
       int y = x - k;
-      while (x < n && y < m && a[static_cast<std::size_t>(x)] == b[static_cast<std::size_t>(y)]) {
+      while (x < n && y < m &&
+             a[static_cast<std::size_t>(a0 + x)] == b[static_cast<std::size_t>(b0 + y)]) {
         ++x;
         ++y;
       }
@@ -167,12 +184,14 @@ std::vector<Op> edit_script(const std::vector<std::string>& a, const std::vector
       }
     }
   }
+  if (found_d < 0)
+    return false;
   // Walk back through the saved frontiers.
   std::vector<Op> ops;
   int x = n, y = m;
   for (int d = found_d; d > 0; --d) {
     const std::vector<int>& pv = trace[static_cast<std::size_t>(d)];
-    auto prev = [&](int k) { return pv[static_cast<std::size_t>(k + max + 1)]; };
+    auto prev = [&](int k) { return pv[static_cast<std::size_t>(k + d)]; };
     const int k = x - y;
     const int pk = (k == -d || (k != d && prev(k - 1) < prev(k + 1))) ? k + 1 : k - 1;
     const int px = prev(pk), py = px - pk;
@@ -190,7 +209,88 @@ std::vector<Op> edit_script(const std::vector<std::string>& a, const std::vector
     --x;
     --y;
   }
-  std::reverse(ops.begin(), ops.end());
+  out.insert(out.end(), ops.rbegin(), ops.rend());
+  return true;
+}
+
+void diff_range(const Lines& a, int a0, int a1, const Lines& b, int b0, int b1, int depth,
+                std::vector<Op>& out) {
+  while (a0 < a1 && b0 < b1 && a[static_cast<std::size_t>(a0)] == b[static_cast<std::size_t>(b0)]) {
+    out.push_back(Op::Keep); // as Myers' first snake would
+    ++a0;
+    ++b0;
+  }
+  if (static_cast<std::size_t>(a1 - a0 + b1 - b0) <= kMyersLines &&
+      myers(a, a0, a1, b, b0, b1, out))
+    return;
+  int suffix = 0;
+  while (a1 - suffix > a0 && b1 - suffix > b0 &&
+         a[static_cast<std::size_t>(a1 - suffix - 1)] ==
+             b[static_cast<std::size_t>(b1 - suffix - 1)])
+    ++suffix;
+  a1 -= suffix;
+  b1 -= suffix;
+  // Anchors: lines that occur once on each side, in the longest run that keeps both orders.
+  std::vector<std::pair<int, int>> anchors; // (in a, in b)
+  if (depth < kAnchorDepth) {
+    std::unordered_map<std::string_view, std::pair<int, int>> seen; // line -> (count in a, at)
+    for (int i = a0; i < a1; ++i) {
+      auto& [count, where] = seen[a[static_cast<std::size_t>(i)]];
+      ++count;
+      where = i;
+    }
+    std::unordered_map<std::string_view, std::pair<int, int>> in_b; // line -> (count, at)
+    for (int j = b0; j < b1; ++j) {
+      auto& [count, where] = in_b[b[static_cast<std::size_t>(j)]];
+      ++count;
+      where = j;
+    }
+    std::vector<std::pair<int, int>> unique;
+    for (int i = a0; i < a1; ++i) {
+      const std::string_view line = a[static_cast<std::size_t>(i)];
+      const auto ia = seen.find(line);
+      const auto ib = in_b.find(line);
+      if (ia->second.first == 1 && ib != in_b.end() && ib->second.first == 1)
+        unique.emplace_back(i, ib->second.second);
+    }
+    // Longest increasing run of b positions (patience sorting).
+    std::vector<int> tails, tail_at, parent(unique.size(), -1);
+    for (std::size_t u = 0; u < unique.size(); ++u) {
+      const auto pos = static_cast<std::size_t>(
+          std::lower_bound(tails.begin(), tails.end(), unique[u].second) - tails.begin());
+      if (pos == tails.size()) {
+        tails.push_back(unique[u].second);
+        tail_at.push_back(static_cast<int>(u));
+      } else {
+        tails[pos] = unique[u].second;
+        tail_at[pos] = static_cast<int>(u);
+      }
+      parent[u] = pos == 0 ? -1 : tail_at[pos - 1];
+    }
+    for (int u = tail_at.empty() ? -1 : tail_at.back(); u >= 0;
+         u = parent[static_cast<std::size_t>(u)])
+      anchors.push_back(unique[static_cast<std::size_t>(u)]);
+    std::reverse(anchors.begin(), anchors.end());
+  }
+  int ia = a0, ib = b0;
+  for (const auto& [anchor_a, anchor_b] : anchors) {
+    diff_range(a, ia, anchor_a, b, ib, anchor_b, depth + 1, out);
+    out.push_back(Op::Keep);
+    ia = anchor_a + 1;
+    ib = anchor_b + 1;
+  }
+  if (anchors.empty()) { // nothing in common to align on: the one side replaces the other
+    out.insert(out.end(), static_cast<std::size_t>(a1 - ia), Op::Del);
+    out.insert(out.end(), static_cast<std::size_t>(b1 - ib), Op::Ins);
+  } else {
+    diff_range(a, ia, a1, b, ib, b1, depth + 1, out);
+  }
+  out.insert(out.end(), static_cast<std::size_t>(suffix), Op::Keep);
+}
+
+std::vector<Op> edit_script(const Lines& a, const Lines& b) {
+  std::vector<Op> ops;
+  diff_range(a, 0, static_cast<int>(a.size()), b, 0, static_cast<int>(b.size()), 0, ops);
   return ops;
 }
 

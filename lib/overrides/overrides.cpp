@@ -1,13 +1,14 @@
 #include "overrides/overrides.h"
 
 #include "support/error.h"
+#include "support/script_text.h"
 #include "yaml/yaml_write.h"
 
 namespace qr {
 namespace {
 
 std::string quoted(std::string_view token) {
-  return "override '" + std::string(token) + "'";
+  return "override '" + escaped_for_message(token) + "'";
 }
 
 // Types the override's value for the field it lands in.
@@ -53,7 +54,7 @@ Override parse_override(std::string_view token) {
   }
   if (o.key.find_first_not_of(
           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") != std::string::npos)
-    throw Error(quoted(token) + ": bad key '" + o.key +
+    throw Error(quoted(token) + ": bad key '" + escaped_for_message(o.key) +
                 "'; keys are dotted names of letters, digits, '_' and '-'");
   if (o.op != Override::Op::Delete && !o.has_value)
     throw Error(quoted(token) + ": missing '=value'; write " + o.key + "=VALUE (or ~" + o.key +

@@ -3,6 +3,7 @@
 #include "overrides/overrides.h"
 #include "overrides/shortcuts.h"
 #include "support/error.h"
+#include "support/script_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -15,7 +16,7 @@ namespace qr {
 namespace {
 
 std::string quoted(std::string_view token) {
-  return "sweep '" + std::string(token) + "'";
+  return "sweep '" + escaped_for_message(token) + "'";
 }
 
 std::string_view trim(std::string_view s) {

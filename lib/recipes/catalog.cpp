@@ -42,6 +42,10 @@ std::vector<std::string> strings(const YamlNode& list) {
   return out;
 }
 
+// What a pipeline's ${...} may expand it to: real pipelines are a few hundred bytes, and a small
+// file repeating a long variable must not make one of hundreds of megabytes.
+constexpr std::size_t kMaxPipelineExpansion = std::size_t{64} << 10;
+
 // Expands ${name}: the precision, or a recipe variable (one value, or one per precision).
 std::string substitute(const YamlDoc& doc, const YamlNode& at, const std::string& text,
                        const std::string& precision, const YamlNode* vars) {
@@ -67,6 +71,11 @@ std::string substitute(const YamlDoc& doc, const YamlNode& at, const std::string
                     precision);
       out += v->text;
     }
+    if (out.size() > kMaxPipelineExpansion)
+      throw Error(doc.where(at) + ": pipeline grows past " +
+                  std::to_string(kMaxPipelineExpansion >> 10) +
+                  " KiB as its ${...} are filled in (${" + escaped_for_message(name.substr(0, 64)) +
+                  "} among them); a pipeline is a few lines: use fewer or shorter variables");
     last = from = close + 1;
   }
   return out + text.substr(last);
@@ -362,11 +371,11 @@ void Catalog::load_base(const DataSource& data) {
 
 namespace {
 
-// A title or source is shown in tables (list, docs): one printable line.
+// A title or source is shown in tables (list, docs): one printable line, which is text that the
+// one escaping of messages leaves as it is (no line break of any kind, no control character).
 void one_line(const YamlDoc& doc, const YamlNode& n, const std::string& what) {
-  if (std::any_of(n.text.begin(), n.text.end(),
-                  [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
-    throw Error(doc.where(n) + ": " + what + " '" + escaped_for_message(n.text) +
+  if (const std::string shown = escaped_for_message(n.text); shown != n.text)
+    throw Error(doc.where(n) + ": " + what + " '" + shown +
                 "' holds a line break or control character; it is shown in tables: one line");
 }
 

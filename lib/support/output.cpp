@@ -72,8 +72,22 @@ void install_temp_cleanup() {
   struct sigaction sa {};
   sa.sa_handler = remove_temps_and_die;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+  // Every signal whose default action ends the process, but those that cannot be caught
+  // (SIGKILL) or that report a fault of the program itself (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+  // SIGTRAP, SIGSYS: a sanitizer's report comes first). SIGXFSZ is what `ulimit -f` sends, SIGPIPE
+  // a closed standard output, SIGABRT an uncaught exception. The mask blocks the others while
+  // the handler runs, so that two signals cannot undo a write twice.
+  const int fatal[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPIPE,   SIGALRM, SIGUSR1,  SIGUSR2,
+                       SIGXFSZ, SIGXCPU, SIGPOLL, SIGPROF, SIGVTALRM, SIGABRT, SIGSTKFLT};
+  for (int sig : fatal)
+    sigaddset(&sa.sa_mask, sig);
+  for (int sig : fatal) {
+    // A signal ignored by whoever started us (nohup, a shell's trap '' QUIT) stays ignored.
+    struct sigaction was {};
+    if (::sigaction(sig, nullptr, &was) == 0 && was.sa_handler == SIG_IGN)
+      continue;
     ::sigaction(sig, &sa, nullptr);
+  }
 }
 
 TempSlot& claim_slot(const std::string& path, const std::string& for_path) {

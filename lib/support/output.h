@@ -18,8 +18,9 @@ struct OutputFile {
 // place after the renames, standard output last (closed, it is refused first), and if one of
 // them fails (a full device, a reader gone: EPIPE, not SIGPIPE) the renames are undone. A path
 // that is a symbolic link to anything else is replaced by the new file (the link's target is left
-// as it was). Without `replace`, an existing path is refused. SIGINT, SIGTERM and SIGHUP during the write remove the temporary
-// files, and undo the renames done so far, before the process dies. Throws qr::Error.
+// as it was). Without `replace`, an existing path is refused. A signal that ends the process
+// during the write (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGALRM, SIGUSR1 ...) removes the
+// temporary files, and undoes the renames done so far, before the process dies. Throws qr::Error.
 void write_outputs(const std::vector<OutputFile>& files, bool replace);
 // One file, replacing what is there: write_outputs({{path, text}}, true).
 void write_output(const std::string& path, const std::string& text);

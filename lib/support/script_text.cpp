@@ -20,6 +20,12 @@ const char* refused_kind(char32_t cp) {
   return nullptr;
 }
 
+// Bidirectional controls: shown raw they reorder the rest of a terminal line.
+bool bidi_control(char32_t cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
 std::string code_point(char32_t cp) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
@@ -65,7 +71,7 @@ std::string escaped_for_message(std::string_view text) {
     const std::size_t bad = invalid_utf8_at(text.substr(i));
     const std::size_t good = bad == std::string_view::npos ? text.size() - i : bad;
     for (char32_t cp : to_u32(text.substr(i, good))) {
-      if (refused_kind(cp) == nullptr) {
+      if (refused_kind(cp) == nullptr && !bidi_control(cp)) {
         append_utf8(out, std::u32string_view(&cp, 1));
         continue;
       }
@@ -86,6 +92,18 @@ std::string escaped_for_message(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string message_line(std::string_view text) {
+  std::string out = escaped_for_message(text);
+  if (out.size() <= kMaxMessageBytes)
+    return out;
+  std::size_t cut = kMaxMessageBytes;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80)
+    --cut; // not inside a UTF-8 sequence
+  const std::size_t left_out = out.size() - cut;
+  out.resize(cut);
+  return out + " ... (" + std::to_string(left_out) + " more bytes)";
 }
 
 } // namespace qr

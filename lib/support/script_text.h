@@ -4,6 +4,7 @@
 // the text cannot carry is refused with a one-line error naming the token, never rewritten.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -20,8 +21,19 @@ std::string shell_word(std::string_view text, std::string_view what);
 // C0 or C1 control character, DEL, or NUL. `hint` says what to do instead; empty: remove it.
 void require_one_line(std::string_view text, std::string_view what, std::string_view hint = {});
 
-// The text with everything require_one_line refuses written as an escape (\n, \r, \t, \0,
-// \xNN for other control bytes and invalid UTF-8, \u0085, \u2028, \u2029), for messages.
+// The one escaping of user text for what qwen-recipe prints (error, warning and info lines,
+// check's report): everything require_one_line refuses, and the bidirectional-text controls that
+// reorder what a terminal shows (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), written
+// as an escape (\n, \r, \t, \0, \xNN for other control bytes and invalid UTF-8, \uXXXX), so
+// that echoed text is one line and carries no terminal control.
 std::string escaped_for_message(std::string_view text);
+
+// The longest line qwen-recipe prints as a message; text past it is cut (message_line).
+inline constexpr std::size_t kMaxMessageBytes = 4096;
+
+// A whole message as printed (`error: ...`, `info: ...`): escaped_for_message, then cut to
+// kMaxMessageBytes at a character boundary with the number of bytes left out, so that no input
+// can make a message span lines or megabytes. Every line the CLI prints to stderr goes through it.
+std::string message_line(std::string_view text);
 
 } // namespace qr

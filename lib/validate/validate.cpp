@@ -3,6 +3,8 @@
 #include "diff/diff.h"
 #include "passes/invariants.h"
 #include "support/error.h"
+#include "support/input.h"
+#include "support/script_text.h"
 #include "support/suggest.h"
 #include "validate/check_kit.h"
 #include "yaml/yaml_read.h"
@@ -675,9 +677,9 @@ PackageEnv parse_package_env(std::string_view text, const std::string& source) {
 
 PackageEnv read_package_env(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary))
-    throw Error(path + ": cannot read the environment file (no such file?)");
+    throw Error(escaped_for_message(path) + ": cannot read the environment file (no such file?)");
   // Bounded as a --base file is (64 MiB), so that --env /dev/zero fails fast.
-  return parse_package_env(read_text_file(path, YamlLimits{}.max_bytes), path);
+  return parse_package_env(read_input_file(path), path);
 }
 
 std::size_t ValidationReport::count(Finding::Level level) const {

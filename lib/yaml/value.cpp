@@ -4,11 +4,58 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace qr {
 
+namespace {
+// Below this many entries a scan is as fast as hashing, and copies stay cheap.
+constexpr std::size_t kIndexFrom = 16;
+} // namespace
+
+struct Map::KeyIndex {
+  // Looked up by string_view, without a copy of the key.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> positions;
+};
+
+Map::Map() = default;
+Map::Map(const Map& other) : entries_(other.entries_) {
+  reindex();
+}
+Map::Map(Map&& other) noexcept = default;
+Map& Map::operator=(const Map& other) {
+  if (this != &other) {
+    entries_ = other.entries_;
+    reindex();
+  }
+  return *this;
+}
+Map& Map::operator=(Map&& other) noexcept = default;
+Map::~Map() = default;
+
+void Map::reindex() {
+  if (entries_.size() < kIndexFrom) {
+    index_.reset();
+    return;
+  }
+  index_ = std::make_unique<KeyIndex>();
+  index_->positions.reserve(entries_.size());
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    index_->positions.emplace(entries_[i].first.text, i); // the first of equal keys, as a scan
+}
+
 const Value* Map::find(std::string_view key) const {
+  if (index_) {
+    const auto it = index_->positions.find(key);
+    return it == index_->positions.end() ? nullptr : &entries_[it->second].second;
+  }
   for (const auto& [k, v] : entries_)
     if (k.text == key)
       return &v;
@@ -16,10 +63,7 @@ const Value* Map::find(std::string_view key) const {
 }
 
 Value* Map::find(std::string_view key) {
-  for (auto& [k, v] : entries_)
-    if (k.text == key)
-      return &v;
-  return nullptr;
+  return const_cast<Value*>(std::as_const(*this).find(key));
 }
 
 Value& Map::set(std::string_view key, Value value) {
@@ -27,42 +71,47 @@ Value& Map::set(std::string_view key, Value value) {
 }
 
 Value& Map::set(Key key, Value value) {
-  for (auto& [k, v] : entries_)
-    if (k.text == key.text) {
-      v = std::move(value);
-      return v;
-    }
-  entries_.emplace_back(std::move(key), std::move(value));
-  return entries_.back().second;
+  if (Value* v = find(key.text)) {
+    *v = std::move(value);
+    return *v;
+  }
+  return append(std::move(key), std::move(value));
 }
 
 Value& Map::append(Key key, Value value) {
   entries_.emplace_back(std::move(key), std::move(value));
+  if (index_)
+    index_->positions.emplace(entries_.back().first.text, entries_.size() - 1);
+  else if (entries_.size() >= kIndexFrom)
+    reindex();
   return entries_.back().second;
 }
 
 void Map::merge(Map other) {
-  // Reserved first: the index's views into the keys must not move with a reallocation.
   entries_.reserve(entries_.size() + other.entries_.size());
-  std::unordered_map<std::string_view, std::size_t> index;
-  for (std::size_t i = 0; i < entries_.size(); ++i)
-    index.emplace(entries_[i].first.text, i);
-  for (auto& [k, v] : other.entries_) {
-    if (auto it = index.find(k.text); it != index.end()) {
-      entries_[it->second].second = std::move(v);
-      continue;
-    }
-    entries_.emplace_back(std::move(k), std::move(v));
-    index.emplace(entries_.back().first.text, entries_.size() - 1);
-  }
+  for (auto& [k, v] : other.entries_)
+    set(std::move(k), std::move(v));
 }
 
 bool Map::erase(std::string_view key) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const Entry& e) { return e.first.text == key; });
-  if (it == entries_.end())
-    return false;
-  entries_.erase(it);
+  std::size_t at = 0;
+  if (index_) {
+    const auto it = index_->positions.find(key);
+    if (it == index_->positions.end())
+      return false;
+    at = it->second;
+    index_->positions.erase(it);
+    // The entries after it move down one: as linear as the erase itself.
+    for (auto& [k, pos] : index_->positions)
+      pos -= pos > at ? 1 : 0;
+  } else {
+    const auto it = std::find_if(entries_.begin(), entries_.end(),
+                                 [&](const Entry& e) { return e.first.text == key; });
+    if (it == entries_.end())
+      return false;
+    at = static_cast<std::size_t>(it - entries_.begin());
+  }
+  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(at));
   return true;
 }
 

@@ -26,10 +26,19 @@ struct Key {
   friend bool operator==(const Key&, const Key&) = default;
 };
 
-// Insertion-ordered mapping; the emitter sorts keys the way PyYAML does.
+// Insertion-ordered mapping; the emitter sorts keys the way PyYAML does. A map of more than a
+// few entries keeps a hash index of its keys, so that a look-up is O(1) and reading, comparing,
+// diffing or overriding a mapping of 100k keys (env_vars) is linear, not quadratic.
 class Map {
 public:
   using Entry = std::pair<Key, Value>;
+
+  Map();
+  Map(const Map& other);
+  Map(Map&& other) noexcept;
+  Map& operator=(const Map& other);
+  Map& operator=(Map&& other) noexcept;
+  ~Map();
 
   [[nodiscard]] const Value* find(std::string_view key) const;
   [[nodiscard]] Value* find(std::string_view key);
@@ -57,7 +66,12 @@ public:
   friend bool operator==(const Map& a, const Map& b);
 
 private:
+  struct KeyIndex; // key text -> position in entries_
+  // Builds the index once the map is big enough to need one (or drops it).
+  void reindex();
+
   std::vector<Entry> entries_;
+  std::unique_ptr<KeyIndex> index_;
 };
 
 using List = std::vector<Value>;

@@ -1,22 +1,20 @@
 #include "yaml/yaml_read.h"
 
 #include "support/error.h"
+#include "support/input.h"
 #include "support/utf8.h"
 #include "yaml/scalars.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <sys/stat.h>
 #include <unordered_set>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
@@ -870,6 +868,12 @@ void ExpansionBudget::spend(const YamlDoc& doc, const YamlNode& at) {
                 ": document expands to too many nodes (aliases nested too deep?); refusing it: "
                 "write the config out without aliases of aliases");
   --left_;
+  if (at.text.size() > bytes_left_)
+    throw Error(doc.where(at) + ": document expands to more than " +
+                std::to_string(max_bytes_ >> 20) +
+                " MiB of text through its aliases; refusing it: write the config out without "
+                "aliases of long values");
+  bytes_left_ -= at.text.size();
 }
 
 std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& source,
@@ -961,8 +965,8 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
                 "differently: remove it");
   if (doc->root == nullptr)
     throw Error(source + ": empty document (nothing but blanks and comments); give YAML content");
-  // Count nodes once with aliases expanded, so that later conversions cannot blow up.
-  ExpansionBudget budget(limits.max_nodes);
+  // Count nodes and bytes once with aliases expanded, so that later conversions cannot blow up.
+  ExpansionBudget budget(limits.max_nodes, limits.max_bytes);
   std::vector<const YamlNode*> todo{doc->root};
   while (!todo.empty()) {
     const YamlNode* n = todo.back();
@@ -978,37 +982,8 @@ std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& so
   return doc;
 }
 
-std::string read_text_file(const std::string& path, std::size_t max_bytes) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw Error(path + (errno == ENOENT ? std::string(": no such file")
-                                        : ": cannot read: " + std::string(std::strerror(errno))));
-  if (S_ISDIR(st.st_mode))
-    throw Error(path + ": is a directory, expected a YAML file");
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
-    throw Error(path + ": not a regular file");
-  if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > max_bytes)
-    throw Error(path + ": file is " + std::to_string(st.st_size >> 20) + " MiB, larger than the " +
-                std::to_string(max_bytes >> 20) + " MiB a config may be");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot read: " + std::strerror(errno != 0 ? errno : EIO));
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > max_bytes)
-      throw Error(path + ": larger than the " + std::to_string(max_bytes >> 20) +
-                  " MiB a config may be");
-  }
-  if (in.bad())
-    throw Error(path + ": read error");
-  return text;
-}
-
 std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits) {
-  return parse_yaml(read_text_file(path, limits.max_bytes), path, limits);
+  return parse_yaml(read_input_file(path, limits.max_bytes), path, limits);
 }
 
 // Format: "<count> <root>\n", then per node "<kind> <plain> <line> <col> <tag-len>:<tag>

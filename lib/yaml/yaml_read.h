@@ -40,7 +40,7 @@ public:
 };
 
 struct YamlLimits {
-  std::size_t max_bytes = std::size_t{64} << 20; // refuse files larger than this
+  std::size_t max_bytes = std::size_t{64} << 20; // refuse files, and alias expansions, larger
   std::size_t max_nodes = 2'000'000;             // after alias expansion
   std::size_t max_depth = 500;                   // nesting; yaml-cpp's own limit is 500 too
 };
@@ -48,11 +48,7 @@ struct YamlLimits {
 // Parses one YAML document; throws qr::Error naming `source`, line and column.
 std::shared_ptr<YamlDoc> parse_yaml(std::string_view text, const std::string& source,
                                     const YamlLimits& limits = {});
-// Reads a config-like text file (a regular file, a pipe such as <(pip freeze), or a character
-// device), refusing it once it passes max_bytes (so /dev/zero fails fast); errors for missing,
-// unreadable, directory and other files. Throws qr::Error naming the path.
-std::string read_text_file(const std::string& path, std::size_t max_bytes);
-// Reads and parses a file; errors for missing, unreadable, non-regular or oversized files.
+// Reads (support/input.h: bounded, one reader for every input) and parses a file.
 std::shared_ptr<YamlDoc> read_yaml_file(const std::string& path, const YamlLimits& limits = {});
 
 // A compact, exact form of a parsed document (nodes, styles, tags, positions), so that the
@@ -74,14 +70,19 @@ Value resolve_plain_scalar(const std::string& text);
 // past 64 bits), or "" when it can.
 std::string plain_scalar_refusal(const std::string& text);
 
-// Bounds the size of a converted tree: aliases can make a small file expand exponentially.
+// Bounds the size of a converted tree: aliases can make a small file expand exponentially, in
+// nodes (aliases of aliases) and in bytes (many aliases of one long scalar). The text a document
+// expands to is bounded as the file itself is.
 class ExpansionBudget {
 public:
-  explicit ExpansionBudget(std::size_t max_nodes) : left_(max_nodes) {}
+  ExpansionBudget(std::size_t max_nodes, std::size_t max_bytes)
+      : left_(max_nodes), bytes_left_(max_bytes), max_bytes_(max_bytes) {}
   void spend(const YamlDoc& doc, const YamlNode& at);
 
 private:
   std::size_t left_;
+  std::size_t bytes_left_;
+  std::size_t max_bytes_;
 };
 
 } // namespace qr

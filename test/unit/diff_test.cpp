@@ -216,3 +216,70 @@ TEST_CASE("explain: with no field named, every field that differs from the base"
   CHECK_THAT(qr::test::error_of([&] { (void)explain_fields(compiler(), r, {"model.hiden_size"}); }),
              Catch::Contains("did you mean 'model.hidden_size'"));
 }
+
+TEST_CASE("diff: unified output of big texts is a valid edit script beyond Myers' bounds") {
+  // 30k lines, 15k of them changed: past the lines and edits Myers runs on, unique lines anchor
+  // the rest. Applying the hunks to A must give B.
+  std::string a, b;
+  for (int i = 0; i < 30'000; ++i) {
+    a += "k" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+    b += "k" + std::to_string(i) + ": " + std::to_string(i % 2 == 0 ? i : i + 1) + "\n";
+  }
+  const std::string u = unified_diff(a, b, "x", "y");
+  // Rebuild B from A and the hunks.
+  std::vector<std::string> la, out;
+  for (std::size_t s = 0, e; s < a.size(); s = e + 1)
+    la.push_back(a.substr(s, (e = a.find('\n', s)) - s));
+  std::size_t next = 0; // first line of A not yet copied
+  std::size_t pos = u.find("@@");
+  REQUIRE(pos != std::string::npos);
+  for (std::size_t s = pos, e; s < u.size(); s = e + 1) {
+    e = u.find('\n', s);
+    const std::string line = u.substr(s, e - s);
+    if (line.starts_with("@@")) {
+      const std::size_t start = std::stoul(line.substr(4)) - 1;
+      while (next < start)
+        out.push_back(la[next++]);
+    } else if (line[0] == ' ') {
+      out.push_back(la[next++]);
+    } else if (line[0] == '-') {
+      ++next;
+    } else {
+      out.push_back(line.substr(1));
+    }
+  }
+  while (next < la.size())
+    out.push_back(la[next++]);
+  std::string rebuilt;
+  for (const std::string& l : out)
+    rebuilt += l + "\n";
+  CHECK(rebuilt == b);
+}
+
+TEST_CASE("diff: maps of many keys compare, find and erase by key in any order") {
+  Map a, b;
+  for (int i = 0; i < 1000; ++i) {
+    a.set("k" + std::to_string(i), Value(i));
+    b.set("k" + std::to_string(999 - i), Value(999 - i));
+  }
+  CHECK(Value(a) == Value(b));
+  REQUIRE(a.find("k500") != nullptr);
+  CHECK(a.find("k500")->as_int() == 500);
+  CHECK(a.erase("k500"));
+  CHECK_FALSE(a.erase("k500"));
+  CHECK(a.find("k500") == nullptr);
+  CHECK(a.find("k999")->as_int() == 999); // positions after the erased entry moved
+  const Map copy = a;
+  CHECK(copy.find("k998")->as_int() == 998);
+  a.set("k1", Value(-1));
+  CHECK(a.find("k1")->as_int() == -1);
+  CHECK(copy.find("k1")->as_int() == 1);
+  Map more;
+  more.set("k2", Value(-2));
+  more.set("new", Value(7));
+  a.merge(more);
+  CHECK(a.find("k2")->as_int() == -2);
+  CHECK(a.find("new")->as_int() == 7);
+  CHECK(a.size() == 1000);
+  CHECK_FALSE(Value(a) == Value(b));
+}

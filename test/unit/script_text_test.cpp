@@ -61,3 +61,23 @@ TEST_CASE("require_one_line refuses every line break and control character and n
   CHECK_NOTHROW(require_one_line("qwen35 ü '\"$(x)", "t"));
   CHECK(escaped_for_message("a\nb\xff\xe2\x80\xa8\x01") == "a\\nb\\xFF\\u2028\\x01");
 }
+
+TEST_CASE("escaped_for_message writes line breaks, terminal and bidi controls as escapes") {
+  CHECK(escaped_for_message("a\nb\rc\td") == "a\\nb\\rc\\td");
+  CHECK(escaped_for_message("\x1b]0;t\x07\x7f") == "\\x1B]0;t\\x07\\x7F");
+  CHECK(escaped_for_message("x\xc2\x85y\xe2\x80\xa8z\xe2\x80\xa9") == "x\\u0085y\\u2028z\\u2029");
+  CHECK(escaped_for_message("\xe2\x80\xae\xe2\x81\xa6\xe2\x80\x8f\xd8\x9c") ==
+        "\\u202E\\u2066\\u200F\\u061C");
+  CHECK(escaped_for_message("caf\xc3\xa9 \xe2\x80\x94 ok") == "caf\xc3\xa9 \xe2\x80\x94 ok");
+  CHECK(escaped_for_message("bad\xff") == "bad\\xFF");
+}
+
+TEST_CASE("message_line is escaped and cut to kMaxMessageBytes at a character boundary") {
+  CHECK(message_line("one\ntwo") == "one\\ntwo");
+  const std::string long_text = std::string(kMaxMessageBytes - 1, 'x') + "\xc3\xa9" + "tail";
+  const std::string line = message_line(long_text);
+  CHECK(line.starts_with(std::string(kMaxMessageBytes - 1, 'x') + " ... ("));
+  CHECK(line.ends_with(" more bytes)"));
+  CHECK(line.size() < kMaxMessageBytes + 40);
+  CHECK(message_line(std::string(100'000, '\n')).size() < kMaxMessageBytes + 40);
+}
