@@ -2,8 +2,8 @@
 // drift from the code (a test compares them).
 #pragma once
 
-#include "schema/schema.h"
 #include "recipes/catalog.h"
+#include "schema/schema.h"
 
 #include <string>
 

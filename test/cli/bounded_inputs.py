@@ -18,7 +18,6 @@ import os
 import pathlib
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import time

@@ -48,6 +48,7 @@ The top level needs only the standard library: without PyTorch every row says "n
 Exit codes: 0 (also when a backend could not run: its row says why), 2 bad arguments or inputs.
 """
 import argparse
+import importlib
 import importlib.metadata
 import importlib.util
 import json
@@ -399,7 +400,7 @@ def make_backend(name, cc, gate=False, l2norm=True):
 
         return fla_call, note
     if name == "flash_qla":
-        import flash_qla  # noqa: F401  (FLA's dispatch finds it importable)
+        importlib.import_module("flash_qla")  # FLA's dispatch finds it importable
         os.environ.pop("FLA_FLASH_QLA", None)  # the default: on
         why = flash_qla_refusal(gate, l2norm)
         if why:

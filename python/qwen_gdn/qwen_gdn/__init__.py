@@ -35,6 +35,7 @@ else:
     disable = _needs_torch("disable")
     is_enabled = _needs_torch("is_enabled")
     check_errors = _needs_torch("check_errors")
+    ChunkGatedDeltaRule = _needs_torch("ChunkGatedDeltaRule")
 
 __all__ = ["ABI_MAJOR", "ABI_MINOR", "QrGdnError", "Unsupported", "abi_version", "library_path",
-           "chunk_gated_delta_rule", "check_errors", "enable", "disable", "is_enabled"]
+           "ChunkGatedDeltaRule", "chunk_gated_delta_rule", "check_errors", "enable", "disable", "is_enabled"]

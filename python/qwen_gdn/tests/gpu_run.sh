@@ -5,7 +5,7 @@
 # usage: gpu_run.sh FLA_WHEEL_DIR OUT_DIR DEADLINE_S [PREBUILT_LIB]
 set -uo pipefail
 wheels=$(realpath "$1") out=$2 deadline=$3 prebuilt=${4:+$(realpath "$4")}
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 2
 start=$SECONDS
 mkdir -p "$out"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/qwen_gdn_site \

@@ -26,6 +26,7 @@ table last. Exit 1 if any check failed.
 
 import argparse
 import copy
+import importlib
 import json
 import math
 import os
@@ -155,12 +156,12 @@ def setup_fla():
     the only Triton here; the fp32 comparisons below say whether its gradients are right), and pin
     its autotuners."""
     import fla.ops.common.chunk_o as chunk_o
-    import fla.ops.gated_delta_rule  # noqa: F401
+    importlib.import_module("fla.ops.gated_delta_rule")
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import KernelInterface
     info = RESULTS.setdefault("env", {})
     try:
-        import fla.layers  # noqa: F401
+        importlib.import_module("fla.layers")
     except Exception:  # the layer sections then fail; the op sections still run
         info["fla_layers_error"] = traceback.format_exc()
         print(info["fla_layers_error"], flush=True)
@@ -668,7 +669,7 @@ def section_speed():
             x.grad = None
         row["op_ours_kept_MB"], row["op_ours_peak_MB"] = memory(
             op_fwd(qwen_gdn.chunk_gated_delta_rule))
-        del xs, do
+        xs = do = None  # frees the op's inputs before the layer's
 
         layer = make_layer(hidden, Hk, Hv, 41)
         x = torch.randn(B, T, hidden, device=DEV).bfloat16().requires_grad_(True)
@@ -697,7 +698,7 @@ def section_speed():
             layer.zero_grad(set_to_none=True)
             x.grad = None
         info[tag] = row
-        del layer, x
+        layer = x = None  # frees this shape's layer before the next
         torch.cuda.empty_cache()
     return True
 
