@@ -19,7 +19,7 @@ namespace {
 // The shape one GPU's GDN layer sees: micro batch x (sequence / CP), heads / TP; and the contract
 // its Megatron-Core profile runs. Every profile builds Megatron-Core's GatedDeltaNet, which
 // normalises q and k and repeats them to the value heads before the op: the mcore contract
-// (docs/gdn-bench.md, "Contracts"), dense at B = MBS (the recipes' mock data packs nothing).
+// (docs/gdn/bench.md, "Contracts"), dense at B = MBS (the recipes' mock data packs nothing).
 bool recipe_shape(const Compiler& compiler, const std::string& spec, gdn::RecipeShape& shape,
                   std::string& error) {
   try {

@@ -12,7 +12,7 @@
 
 namespace qr::gdn {
 
-// How a caller invokes the GDN op (docs/gdn-bench.md, "Contracts"):
+// How a caller invokes the GDN op (docs/gdn/bench.md, "Contracts"):
 //   grouped    grouped value heads (Hk < Hv), q/k L2-normalised in the kernel, g (fp32) and
 //              beta (bf16) computed by the caller: gdn-bench's call before contracts existed
 //   mcore      Megatron-Core's GatedDeltaNet: q and k L2-normalised by the caller (FLA's l2norm)

@@ -204,7 +204,7 @@ void print_header(std::ostream& out, const ReportSpec& spec);
 std::vector<Recommendation> print_report(std::ostream& out, const ReportSpec& spec,
                                          const std::vector<CheckRow>& checks,
                                          const std::vector<BenchResult>& results);
-// The JSON document (docs/gdn-bench.md, "JSON").
+// The JSON document (docs/gdn/bench.md, "JSON and exit codes").
 std::string report_json(const ReportSpec& spec, const std::vector<CheckRow>& checks,
                         const std::vector<BenchResult>& results,
                         const std::vector<Recommendation>& recs);

@@ -1,5 +1,5 @@
 // gdn-bench --op conv: the short convolution's device problem, checked against the fp64 CPU
-// reference (docs/gdn-bench.md, "Short convolution"); the op the runner runs is in conv_bench.cu.
+// reference (docs/gdn/bench.md, "Short convolution"); the op the runner runs is in conv_bench.cu.
 // ConvProblem is also the device test problem of conv-gpu-tests.
 #pragma once
 

@@ -1,4 +1,4 @@
-// gdn-bench's GDN op (see gdn_bench.h and docs/gdn-bench.md) for the runner (bench_runner.cuh):
+// gdn-bench's GDN op (see gdn_bench.h and docs/gdn/bench.md) for the runner (bench_runner.cuh):
 // the inputs at the run's contract, the correctness check of each of our backends against
 // `reference`, their timing and memory, the inputs the peers get, and how a user selects a peer.
 #include "bench_runner.cuh"
@@ -21,7 +21,7 @@ const char* const kUsage = R"(usage: gdn-bench [options]
 Checks each GatedDeltaNet backend against `reference` (relative L2 error of o, final state, dq, dk,
 dv, dg, dbeta, d initial state; NaN check), times the ones that pass (CUDA-graph replay medians,
 and eager runs with the L2 flushed before each), measures their memory, and recommends a backend.
-  --contract NAME          how the op is called (docs/gdn-bench.md, "Contracts"): grouped (the
+  --contract NAME          how the op is called (docs/gdn/bench.md, "Contracts"): grouped (the
                            default: grouped value heads, q/k L2 norm in the kernel, g and beta
                            given), mcore (Megatron-Core's GatedDeltaNet: q/k L2-normalised outside
                            and repeated to H = Hv, no states), fla-layer (FLA 0.6's layer: the

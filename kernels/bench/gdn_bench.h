@@ -1,7 +1,7 @@
 // gdn-bench: checks every GDN backend (ours, and the Python peers through
 // kernels/bench/peers/gdn_peers.py on the same input tensors) against `reference`, times it
 // (CUDA-graph replays; eager runs with the L2 flushed), measures its memory and prints the tables
-// and a recommendation (docs/gdn-bench.md); `--op conv` does the same for the short convolution.
+// and a recommendation (docs/gdn/bench.md); `--op conv` does the same for the short convolution.
 // One runner (bench_runner.cuh) serves both ops. Used by the standalone `gdn-bench` executable and
 // by `qwen-recipe gdn-bench`.
 #pragma once

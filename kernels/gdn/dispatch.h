@@ -74,7 +74,7 @@ inline std::string hopper_kernels(int major, const char* env, unsigned& bits) {
 // Splitting a sequence inside the card (sm80/fused_split.cu): the scans cut each batch row
 // (varlen: the packed row) into Z segments of NT / Z slots when its (batch, value head) pairs
 // alone would leave SMs idle: Z = min(kSplitWave / (B Hv), NT / kMinSegmentChunks), and no split
-// (1) below 4, where the extra transition scan costs more than the idle SMs (docs/gdn-bench.md).
+// (1) below 4, where the extra transition scan costs more than the idle SMs (docs/gdn/kernels.md).
 // From the shape alone, so the workspace size and the segments do not depend on the GPU.
 constexpr int kSplitWave = 128; // CTAs a split aims for: one wave on 132 or 148 SMs
 constexpr int kMinSegmentChunks = 16;

@@ -105,7 +105,7 @@ struct BwdArgs {
 enum class Pass { fwd, bwd };
 
 // Counts used to turn times into rates. FLOPs: the matrix work of the chunked algorithm
-// (docs/gdn-bench.md; varlen: as for one sequence of T tokens); bytes: each input read once and
+// (docs/gdn/bench.md; varlen: as for one sequence of T tokens); bytes: each input read once and
 // each output written once (varlen: N states).
 double model_flops(const Shape& s, Pass p);
 double model_bytes(const Shape& s, Pass p, bool with_states);
@@ -140,7 +140,7 @@ public:
 
 std::unique_ptr<Backend> make_reference_backend();
 std::unique_ptr<Backend> make_chunked_backend();
-std::unique_ptr<Backend> make_fused_backend(); // docs/gdn-bench.md, kernels/gdn/fused_algorithm.cuh
+std::unique_ptr<Backend> make_fused_backend(); // docs/gdn/kernels.md, kernels/gdn/fused_algorithm.cuh
 // Every backend, the oracle (`reference`) first.
 std::vector<std::unique_ptr<Backend>> all_backends();
 

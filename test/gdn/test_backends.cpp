@@ -1,5 +1,5 @@
 // Host-side facts of the CUDA backends that need no GPU: the memory a training step keeps (as
-// documented in docs/gdn-bench.md) and that the cuDNN conv baseline finds cuDNN at run time.
+// documented in docs/gdn/kernels.md) and that the cuDNN conv baseline finds cuDNN at run time.
 #define CATCH_CONFIG_MAIN
 #include "conv.h"
 #include "gdn.h"
@@ -70,7 +70,7 @@ TEST_CASE("fused keeps the documented context; reference and chunked keep none",
   REQUIRE(fused);
   CHECK(fused->saved_bytes(s35) == fused_context_bytes(s35));
   CHECK(fused->saved_bytes(s397) == fused_context_bytes(s397));
-  // docs/gdn-bench.md quotes these sizes per GDN layer: FLA's 205.5 and 68.7 MB (its
+  // docs/gdn/kernels.md quotes these sizes per GDN layer: FLA's 205.5 and 68.7 MB (its
   // save_for_backward: normalised q, k, their rstd, A, the g cumsum), within a stamp's granule.
   CHECK(std::llround(double(fused->saved_bytes(s35)) / 1e5) == 2055);
   CHECK(std::llround(double(fused->saved_bytes(s397)) / 1e5) == 687);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gdn-bench's driver for the Python GatedDeltaNet and short-convolution backends
-(docs/gdn-bench.md, "Peers" and "Short convolution").
+(docs/gdn/peers.md).
 
 gdn-bench writes the inputs it generated (the very tensors, see tensors_io below) into one folder
 per shape and starts this script; it runs each peer backend on those tensors, times it the way
@@ -103,7 +103,7 @@ INPUT_TENSORS = {
     "gdn": ("q", "k", "v", "g", "beta", "do"),
     "conv": ("x", "weight", "a", "b", "A_log", "dt_bias", "dq", "dk", "dv", "dg", "dbeta"),
 }
-# How gdn-bench calls the op (its --contract, the manifest's "contract"; docs/gdn-bench.md,
+# How gdn-bench calls the op (its --contract, the manifest's "contract"; docs/gdn/bench.md,
 # "Contracts"): grouped and mcore differ only in the tensors (mcore's q and k come normalised and
 # repeated to Hv heads, "l2norm": false); fla-layer passes the gate's inputs for the kernel to
 # form g = -exp(A_log) softplus(a + dt_bias) and beta = sigmoid(b).
@@ -416,7 +416,7 @@ def make_backend(name, cc, gate=False, l2norm=True):
                 "runs")
         if not te:
             note += (" (Transformer Engine itself not installed: PyPI has no wheel of "
-                     "transformer-engine-torch, only its source; docs/gdn-bench.md, Peers)")
+                     "transformer-engine-torch, only its source; docs/gdn/peers.md)")
 
         if gate:
             raise Unavailable("cuDNN frontend's gated_delta_net takes g and beta: it has no gate "

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The bar of fused v2 against FlashQLA (docs/gdn-bench.md, "The bar against FlashQLA") in one call
+# The bar of fused v2 against FlashQLA (README.md here, "The bar against FlashQLA") in one call
 # on a GPU machine without a network: FlashQLA beside `fused` in one gdn-bench at the two Qwen3.5
 # recipes' shapes and at batch 1, 16k tokens, both head counts (FLA's Triton kernels too with
 # BAR_FLA=1: their autotuning takes minutes unless a pack of it is carried); then our correctness
@@ -51,7 +51,7 @@ echo "gdn-bench --backend $BACKENDS: rc=$rc"
 [ $rc = 0 ] || FAILED=1
 grep -E "^(${BACKENDS//,/|}) +custom .* (fwd|fwdbwd) " "$OUT/bar.txt"
 # Packed straight after the bench, so that a call stopped in the checks still brings back what
-# the peers compiled: the pack to carry next time (docs/gdn-bench.md, "Carrying the compile caches").
+# the peers compiled: the pack to carry next time (README.md here, "Carrying the compile caches").
 if [ -n "$CACHE" ]; then
   bash "$HERE/pack_cache.sh" "$CACHE" "$OUT" || FAILED=1
 else

@@ -1,5 +1,5 @@
 #!/bin/bash
-# gdn-bench with every backend on a GPU machine without a network (docs/gdn-bench.md, "Peers"):
+# gdn-bench with every backend on a GPU machine without a network (README.md here, "Carrying the peers"):
 # installs the carried peers into /tmp (or PEERS_TMP), runs `qwen-recipe gdn-bench --backend
 # fused` alone, then `--backend all` with the JSON and the plot, and prints how far the two runs'
 # fused figures are apart.
@@ -48,7 +48,7 @@ for key in sorted(a):
         print(f"fused {key[0]} T{key[1]} {key[2]:13s} all backends {a[key]:.3f} ms, alone "
               f"{b[key]:.3f} ms: {100 * (a[key] / b[key] - 1):+.1f}%")
 EOF
-# The runs' own caches are the ones to carry (docs/gdn-bench.md, "Carrying the compile caches"):
+# The runs' own caches are the ones to carry (README.md here, "Carrying the compile caches"):
 # the carried pack and what the runs compiled beyond it (a shape gpu_peers_cache.sh did not fill).
 PACK_RC=0
 if [ -n "$CACHE" ]; then

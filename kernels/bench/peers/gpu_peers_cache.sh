@@ -1,6 +1,6 @@
 #!/bin/bash
 # Fills the peers' compile caches at the shapes gdn-bench measures, on a GPU machine without a
-# network, and packs them (docs/gdn-bench.md, "Carrying the peers"):
+# network, and packs them (README.md here, "Carrying the compile caches"):
 #
 #   gpu_peers_cache.sh PEERS_DIR OUT_DIR SECONDS
 #

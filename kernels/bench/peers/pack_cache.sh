@@ -1,5 +1,5 @@
 #!/bin/bash
-# Packs the peers' compile-cache folder (docs/gdn-bench.md, "Carrying the compile caches") as
+# Packs the peers' compile-cache folder (README.md here, "Carrying the compile caches") as
 # OUT_DIR/tilelang-cache.tar.xz, for gpu_peers_cache.sh and gpu_peers.sh:
 #
 #   pack_cache.sh CACHE_DIR OUT_DIR [PART_BYTES]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fills the peers' compile caches for one shape, so that a later machine given the same caches
-skips the minutes of compiling and autotuning (docs/gdn-bench.md, "Carrying the peers"):
+skips the minutes of compiling and autotuning (README.md here, "Carrying the compile caches"):
 TileLang's (TILELANG_CACHE_DIR) with FlashQLA's kernels, Triton's (TRITON_CACHE_DIR) with FLA's
 kernels and their autotuning results (FLA keeps them there by default), and inductor's
 (TORCHINDUCTOR_CACHE_DIR) with FlashQLA's torch.compile'd l2norm.
@@ -20,7 +20,7 @@ leaves it to FlashQLA (Dk^-0.5 in float64), a different kernel. Each --varlen is
 packed sequence lengths summing to T (B must be 1), called after the dense shape with int32
 offsets and one state per sequence, as the driver calls the peers on gdn-bench --varlen's inputs
 (gdn-bench --varlen N packs N near-equal lengths, the longer ones first; --packed N uneven ones,
-docs/gdn-bench.md, "Contracts"): a set that compiles again shows as a first call of compile
+docs/gdn/bench.md, "Contracts"): a set that compiles again shows as a first call of compile
 length. --no-l2norm makes the calls without the L2 norm in the kernel, as at gdn-bench's mcore
 contract (give Hk = Hv there: q and k come repeated to the value heads).
 """

@@ -163,7 +163,7 @@ __device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const uint32_t (&a)
 // cores read its tf32 bits): an AND and a subtraction per operand instead of two emulated
 // cvt.rna.tf32 and a subtraction. The tail keeps 11 of its up to 13 bits, so each operand is
 // exact to about 2^-21 relative instead of 2^-24 with rounded halves: the inverses' errors stayed
-// at 4.4e-3 of bf16's outputs (docs/gdn-bench.md). Fragments of
+// at 4.4e-3 of bf16's outputs (docs/gdn/kernels.md). Fragments of
 // mma.m16n8k8.tf32: A (row g | g + 8, column t | t + 4), B (row t | t + 4, column g), with
 // g = lane / 4 and t = lane % 4; d as in Acc.
 template <int K>
