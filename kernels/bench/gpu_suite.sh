@@ -1,5 +1,6 @@
 #!/bin/bash
-# The GDN GPU suite in one go, for one call on the GPU machine (kernels/bench/peers/README.md, "Our backends' GPU session"):
+# The GDN GPU suite in one go, for one call on the GPU machine (peers/README.md, "Our backends'
+# GPU session"):
 # correctness tests, compute-sanitizer on small shapes, per-kernel times, then gdn-bench of our
 # backends. The peers (FLA, FlashQLA, cuDNN) side by side with ours: peers/gpu_peers.sh.
 #

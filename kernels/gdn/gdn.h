@@ -140,7 +140,7 @@ public:
 
 std::unique_ptr<Backend> make_reference_backend();
 std::unique_ptr<Backend> make_chunked_backend();
-std::unique_ptr<Backend> make_fused_backend(); // docs/gdn/kernels.md, kernels/gdn/fused_algorithm.cuh
+std::unique_ptr<Backend> make_fused_backend(); // docs/gdn/kernels.md, fused_algorithm.cuh
 // Every backend, the oracle (`reference`) first.
 std::vector<std::unique_ptr<Backend>> all_backends();
 

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Ours (`fused`) against FlashQLA at the calls the recipes make (docs/gdn/bench.md, "Contracts"; README.md here),
+# Ours (`fused`) against FlashQLA at the calls the recipes make (docs/gdn/bench.md, "Contracts";
+# README.md here),
 # in one call on a GPU machine without a network: gdn-bench with FlashQLA (through FLA's dispatch,
 # as a user gets it) beside `fused`, CUDA-graph medians of the forward and of forward + backward,
 # the peak memory of a training step and the context it saves, in three runs:

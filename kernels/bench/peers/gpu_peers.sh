@@ -1,5 +1,6 @@
 #!/bin/bash
-# gdn-bench with every backend on a GPU machine without a network (README.md here, "Carrying the peers"):
+# gdn-bench with every backend on a GPU machine without a network (README.md here, "Carrying the
+# peers"):
 # installs the carried peers into /tmp (or PEERS_TMP), runs `qwen-recipe gdn-bench --backend
 # fused` alone, then `--backend all` with the JSON and the plot, and prints how far the two runs'
 # fused figures are apart.
