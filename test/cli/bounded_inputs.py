@@ -35,13 +35,27 @@ def run(binary, args, cwd):
 ADDRESS_SPACE = 1536 << 20
 
 
+def built_with_asan(binary):
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def run_bounded(binary, args, cwd, stdin=subprocess.DEVNULL, timeout=60):
-    """One command under an address-space cap: (returncode, stderr, seconds)."""
+    """One command under a memory cap: (returncode, stderr, seconds). AddressSanitizer reserves
+    terabytes of address space for its shadow, so an ASan build is capped by resident size
+    instead (ASan aborts past it, which fails the check as a bad_alloc would)."""
+    env = None
+    if built_with_asan(binary):
+        env = dict(os.environ)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS", ""),
+                                                      f"hard_rss_limit_mb={ADDRESS_SPACE >> 20}"]))
+
     def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+        if env is None:
+            resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     start = time.monotonic()
     p = subprocess.Popen([binary, "-q", *args], cwd=cwd, stdin=stdin, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, preexec_fn=limit)
+                         stderr=subprocess.PIPE, preexec_fn=limit, env=env)
     try:
         _, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
