@@ -42,6 +42,38 @@ sys.argv = ["run_script.py", *sys.argv[3:]]
 run_script.main())PY";
 
 // Megatron-Bridge's names for the precisions (argument_parser.py --compute_dtype).
+// Slurm's time formats (sbatch --time): MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC, or
+// UNLIMITED / INFINITE; each number 1-9 digits. Anything else sbatch refuses when the job is
+// submitted, long after the script was written.
+bool is_slurm_time(const std::string& text) {
+  const auto is_word = [&](std::string_view word) {
+    return text.size() == word.size() &&
+           std::equal(text.begin(), text.end(), word.begin(), [](char a, char b) {
+             return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
+           });
+  };
+  if (is_word("unlimited") || is_word("infinite"))
+    return true;
+  const auto numbers = [](std::string_view part, std::size_t most) {
+    std::size_t count = 0;
+    for (std::size_t start = 0;; ++count) {
+      const std::size_t end = std::min(part.find(':', start), part.size());
+      const std::string_view n = part.substr(start, end - start);
+      if (n.empty() || n.size() > 9 ||
+          !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return false;
+      if (end == part.size())
+        return count + 1 <= most;
+      start = end + 1;
+    }
+  };
+  const std::string_view all(text);
+  const std::size_t dash = all.find('-');
+  if (dash == std::string_view::npos)
+    return numbers(all, 3);
+  return numbers(all.substr(0, dash), 1) && numbers(all.substr(dash + 1), 3);
+}
+
 std::string compute_dtype(const std::string& precision) {
   if (precision == "fp8cs")
     return "fp8_cs";
@@ -464,6 +496,10 @@ LaunchPlan plan_launch(const BuildResult& result, const LaunchOptions& options) 
                                    {&options.megatron_bridge, "--megatron-bridge"},
                                    {&options.config_path, "--config"}})
     require_one_line(*text, what);
+  if (!is_slurm_time(options.time_limit))
+    throw Error("--time '" + escaped_for_message(options.time_limit) +
+                "' is not a Slurm time limit (MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC "
+                "or UNLIMITED)");
   for (const std::string& m : options.container_mounts)
     require_one_line(m, "--container-mounts");
   // srun mounts the config's folder into the container (slurm_script).
